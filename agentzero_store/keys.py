@@ -1,0 +1,390 @@
+"""Credentials, the key header (``keys.json``) and per-purpose subkeys.
+
+One credential opens a store. It unwraps a random 256-bit master key stored in
+``keys.json`` in one or more *slots* (a passphrase slot stretched with scrypt, a raw-key
+slot, later a recovery-key slot). The master key never touches disk unwrapped; subkeys
+for SQLCipher, document records and sidecar checkpoints are derived from it with HKDF,
+so the slow KDF runs once per open and never per connection.
+
+A wrong credential is detected here, before any data file is opened, and raises
+``WrongKeyError``. Nothing in this module logs or reprs a secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import getpass
+import json
+import os
+import secrets
+import stat
+import sys
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
+from .config import KdfParams, Layout
+from .errors import (
+    CorruptStoreError,
+    CredentialRequiredError,
+    InvalidKeyError,
+    SchemaVersionError,
+    StoreExistsError,
+    StoreNotFoundError,
+    WrongKeyError,
+)
+from .fileio import DEFAULT_IO, FileIO, atomic_write
+
+KEYS_FORMAT = "agentzero-keys/1"
+KEY_BYTES = 32
+NONCE_BYTES = 12
+
+ENV_PASSPHRASE = "AGENTZERO_PASSPHRASE"
+ENV_DATA_KEY = "AGENTZERO_DATA_KEY"
+ENV_KEY_FILE = "AGENTZERO_KEY_FILE"
+
+CredentialKind = Literal["passphrase", "key"]
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A passphrase or a raw 32-byte key. Its repr never shows the secret."""
+
+    kind: CredentialKind
+    secret: bytes = field(repr=False)
+
+    @classmethod
+    def from_passphrase(cls, passphrase: str) -> Credential:
+        """A passphrase credential (Unicode-normalised so the same text always fits)."""
+        if not passphrase:
+            raise InvalidKeyError("the passphrase is empty", hint="choose a non-empty passphrase")
+        return cls("passphrase", unicodedata.normalize("NFC", passphrase).encode("utf-8"))
+
+    @classmethod
+    def from_key(cls, key: bytes | str) -> Credential:
+        """A raw-key credential from 32 bytes, or 64 hex digits / base64 text."""
+        raw = key if isinstance(key, bytes) else parse_key_text(key)
+        if len(raw) != KEY_BYTES:
+            raise InvalidKeyError(f"a raw key must be {KEY_BYTES} bytes, got {len(raw)}")
+        return cls("key", raw)
+
+    @classmethod
+    def from_key_file(cls, path: Path | str) -> Credential:
+        """A raw-key credential read from a key file, which must not be group/world readable."""
+        p = Path(path).expanduser()
+        try:
+            st = p.stat()
+            data = p.read_bytes()
+        except OSError as exc:
+            raise InvalidKeyError(f"cannot read key file {p}: {exc.strerror}") from exc
+        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise InvalidKeyError(
+                f"key file {p} is readable by other users (mode {stat.S_IMODE(st.st_mode):o})",
+                hint=f"chmod 600 {p}",
+            )
+        if len(data) == KEY_BYTES:
+            return cls("key", data)
+        try:
+            return cls.from_key(data.decode("ascii").strip())
+        except UnicodeDecodeError as exc:
+            raise InvalidKeyError(f"key file {p} is neither 32 raw bytes nor hex/base64") from exc
+
+
+def parse_key_text(text: str) -> bytes:
+    """Decode a 32-byte key given as 64 hex digits or base64 (standard or URL-safe)."""
+    t = text.strip()
+    if len(t) == 2 * KEY_BYTES:
+        try:
+            return bytes.fromhex(t)
+        except ValueError:
+            pass
+    try:
+        raw = base64.b64decode(t + "=" * (-len(t) % 4), altchars=b"-_" if "-" in t or "_" in t else None, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidKeyError("the key is neither 64 hex digits nor base64") from exc
+    if len(raw) != KEY_BYTES:
+        raise InvalidKeyError(f"the key decodes to {len(raw)} bytes, expected {KEY_BYTES}")
+    return raw
+
+
+def generate_key_file(path: Path | str) -> Credential:
+    """Create a new 0600 key file holding a random key (hex) and return its credential."""
+    p = Path(path).expanduser()
+    key = secrets.token_bytes(KEY_BYTES)
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, key.hex().encode("ascii") + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return Credential("key", key)
+
+
+def resolve_credential(
+    *,
+    passphrase: str | None = None,
+    key: bytes | str | None = None,
+    key_file: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    prompt: bool | None = None,
+    confirm: bool = False,
+) -> Credential:
+    """Pick the credential: explicit argument, then environment, then a TTY prompt.
+
+    ``prompt=None`` prompts only when stdin is a terminal. ``confirm`` asks twice
+    (used when creating a store).
+    """
+    env = os.environ if env is None else env
+    if passphrase is not None:
+        return Credential.from_passphrase(passphrase)
+    if key is not None:
+        return Credential.from_key(key)
+    if key_file is not None:
+        return Credential.from_key_file(key_file)
+    if env.get(ENV_PASSPHRASE):
+        return Credential.from_passphrase(env[ENV_PASSPHRASE])
+    if env.get(ENV_DATA_KEY):
+        return Credential.from_key(env[ENV_DATA_KEY])
+    if env.get(ENV_KEY_FILE):
+        return Credential.from_key_file(env[ENV_KEY_FILE])
+    if prompt is None:
+        prompt = sys.stdin.isatty()
+    if not prompt:
+        raise CredentialRequiredError("no passphrase or key was given")
+    first = getpass.getpass("agentzero passphrase: ")
+    if confirm and getpass.getpass("repeat passphrase: ") != first:
+        raise InvalidKeyError("the passphrases do not match", hint="type the same passphrase twice")
+    return Credential.from_passphrase(first)
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def _unb64(s: str) -> bytes:
+    return base64.b64decode(s.encode("ascii"), validate=True)
+
+
+def _hkdf(ikm: bytes, salt: bytes | None, info: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=salt, info=info).derive(ikm)
+
+
+def _wrapping_key(cred: Credential, kdf: Mapping[str, Any]) -> bytes:
+    salt = _unb64(kdf["salt"])
+    if kdf["name"] == "scrypt":
+        if cred.kind != "passphrase":
+            raise AssertionError("scrypt slot with a non-passphrase credential")
+        return Scrypt(salt=salt, length=KEY_BYTES, n=kdf["n"], r=kdf["r"], p=kdf["p"]).derive(
+            cred.secret
+        )
+    if kdf["name"] == "hkdf-sha256":
+        # A raw key already has full entropy: no stretching needed, only separation.
+        return _hkdf(cred.secret, salt, b"agentzero/wrap-key/v1")
+    raise SchemaVersionError(f"unknown KDF {kdf['name']!r} in keys.json")
+
+
+def _slot_aad(store_id: str, slot: Mapping[str, Any]) -> bytes:
+    return f"{KEYS_FORMAT}|{store_id}|{slot['id']}|{slot['kind']}".encode()
+
+
+def _new_slot(
+    slot_id: str, cred: Credential, master: bytes, store_id: str, kdf_params: KdfParams
+) -> dict[str, Any]:
+    salt = secrets.token_bytes(16)
+    kdf: dict[str, Any]
+    if cred.kind == "passphrase":
+        kdf = {"name": "scrypt", "n": kdf_params.n, "r": kdf_params.r, "p": kdf_params.p}
+    else:
+        kdf = {"name": "hkdf-sha256"}
+    kdf["salt"] = _b64(salt)
+    slot: dict[str, Any] = {"id": slot_id, "kind": cred.kind, "kdf": kdf}
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    wrapped = AESGCM(_wrapping_key(cred, kdf)).encrypt(nonce, master, _slot_aad(store_id, slot))
+    slot.update(nonce=_b64(nonce), wrapped=_b64(wrapped))
+    return slot
+
+
+@dataclass(frozen=True)
+class StoreKeys:
+    """The unwrapped master key of an open store and the subkeys derived from it."""
+
+    store_id: str
+    master: bytes = field(repr=False)
+
+    def subkey(self, purpose: str) -> bytes:
+        """A 32-byte key for one purpose; different purposes get independent keys."""
+        return _hkdf(self.master, self.store_id.encode(), f"agentzero/{purpose}/v1".encode())
+
+    @property
+    def sqlcipher_key(self) -> bytes:
+        """Raw key for SQLCipher (passed as x'..', so SQLCipher's own KDF does not run)."""
+        return self.subkey("sqlcipher")
+
+    @property
+    def documents_key(self) -> bytes:
+        """AES-256-GCM key for document-log records."""
+        return self.subkey("documents")
+
+    @property
+    def sidecar_key(self) -> bytes:
+        """AES-256-GCM key for sidecar checkpoints."""
+        return self.subkey("sidecar")
+
+
+def _read_header(layout: Layout) -> dict[str, Any]:
+    path = layout.keys
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise StoreNotFoundError(f"no store in {layout.root} (missing {path.name})") from exc
+    try:
+        header = json.loads(raw)
+        if not isinstance(header, dict):
+            raise ValueError("not an object")
+        fmt = header.get("format")
+        if fmt != KEYS_FORMAT:
+            if isinstance(fmt, str) and fmt.startswith("agentzero-keys/"):
+                raise SchemaVersionError(f"{path} has format {fmt}, this version reads {KEYS_FORMAT}")
+            raise ValueError(f"unknown format {fmt!r}")
+        store_id = header["store_id"]
+        slots = header["slots"]
+        if not isinstance(store_id, str) or not isinstance(slots, list) or not slots:
+            raise ValueError("missing store_id or slots")
+    except SchemaVersionError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorruptStoreError(
+            f"the key header is unreadable: {exc}",
+            path=path,
+            hint="restore keys.json from a backup; without it the data cannot be decrypted",
+        ) from exc
+    return header
+
+
+def store_exists(layout: Layout) -> bool:
+    """True if the data dir has a key header."""
+    return layout.keys.exists()
+
+
+def read_store_id(layout: Layout) -> str:
+    """The store id from keys.json (no credential needed)."""
+    return str(_read_header(layout)["store_id"])
+
+
+def unlock(layout: Layout, cred: Credential) -> StoreKeys:
+    """Unwrap the master key with ``cred``. Reads keys.json only; writes nothing.
+
+    Raises ``WrongKeyError`` if no slot of the credential's kind accepts it.
+    """
+    header = _read_header(layout)
+    store_id = header["store_id"]
+    kinds = sorted({s.get("kind") for s in header["slots"]})
+    for slot in header["slots"]:
+        if slot.get("kind") != cred.kind:
+            continue
+        try:
+            wk = _wrapping_key(cred, slot["kdf"])
+            master = AESGCM(wk).decrypt(
+                _unb64(slot["nonce"]), _unb64(slot["wrapped"]), _slot_aad(store_id, slot)
+            )
+        except InvalidTag:
+            continue
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptStoreError(f"key slot {slot.get('id')!r} is malformed", path=layout.keys) from exc
+        return StoreKeys(store_id=store_id, master=master)
+    if cred.kind not in kinds:
+        raise WrongKeyError(
+            f"this store opens with a {' or '.join(str(k) for k in kinds)}, not a {cred.kind}",
+        )
+    raise WrongKeyError(f"the {cred.kind} does not open the store in {layout.root}")
+
+
+def create_keys(
+    layout: Layout, cred: Credential, *, kdf: KdfParams, io: FileIO = DEFAULT_IO
+) -> StoreKeys:
+    """Create keys.json with a fresh master key and store id. Never overwrites one."""
+    if layout.keys.exists():
+        raise StoreExistsError(f"{layout.keys} already exists")
+    for data in (layout.memory_db, layout.rag_log):
+        if data.exists():
+            # Never start a new key header over existing data: it could never be read again.
+            raise CorruptStoreError(
+                f"{data.name} exists but keys.json is missing",
+                path=layout.keys,
+                hint="restore keys.json from a backup; without it the data cannot be decrypted",
+            )
+    layout.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    master = secrets.token_bytes(KEY_BYTES)
+    store_id = secrets.token_hex(16)
+    header = {
+        "format": KEYS_FORMAT,
+        "store_id": store_id,
+        "created_at": datetime.now(UTC).isoformat(),
+        "slots": [_new_slot("primary", cred, master, store_id, kdf)],
+    }
+    write_header(layout, header, io=io)
+    return StoreKeys(store_id=store_id, master=master)
+
+
+def write_header(layout: Layout, header: Mapping[str, Any], *, io: FileIO = DEFAULT_IO) -> None:
+    """Durably replace keys.json (0600). Holds only wrapped keys, salts and KDF params."""
+    data = json.dumps(header, indent=2, sort_keys=True).encode() + b"\n"
+    atomic_write(layout.keys, data, io=io, mode=0o600)
+
+
+def rewrap(
+    layout: Layout,
+    keys: StoreKeys,
+    cred: Credential,
+    *,
+    slot_id: str,
+    kdf: KdfParams,
+    io: FileIO = DEFAULT_IO,
+) -> None:
+    """Add or replace slot ``slot_id`` so ``cred`` unwraps the same master key.
+
+    One atomic rewrite of keys.json: after a crash either the old or the new header is
+    in place, so either the old or the new credential works, never neither.
+    """
+    header = _read_header(layout)
+    slots = [s for s in header["slots"] if s.get("id") != slot_id]
+    slots.append(_new_slot(slot_id, cred, keys.master, keys.store_id, kdf))
+    header["slots"] = slots
+    write_header(layout, header, io=io)
+
+
+def open_data_dir(
+    data_dir: Path | str,
+    *,
+    passphrase: str | None = None,
+    key: bytes | str | None = None,
+    key_file: Path | str | None = None,
+    create: bool = True,
+    kdf: KdfParams | None = None,
+    prompt: bool | None = None,
+    io: FileIO = DEFAULT_IO,
+) -> tuple[Layout, StoreKeys]:
+    """Unlock (or create) the key header of a data dir; the first step of every open.
+
+    A wrong credential raises ``WrongKeyError`` here, before any data file is touched.
+    """
+    layout = Layout(Path(data_dir).expanduser())
+    exists = store_exists(layout)
+    if not exists and not create:
+        raise StoreNotFoundError(f"no store in {layout.root}")
+    cred = resolve_credential(
+        passphrase=passphrase, key=key, key_file=key_file, prompt=prompt, confirm=not exists
+    )
+    if exists:
+        return layout, unlock(layout, cred)
+    return layout, create_keys(layout, cred, kdf=kdf or KdfParams(), io=io)
