@@ -1,0 +1,44 @@
+"""AES-256-GCM sealing with enforced fresh 96-bit nonces and bound associated data.
+
+One ``Sealer`` per subkey (the AESGCM object is reused: construction is the slow part).
+A sealed blob is ``nonce (12 B) || ciphertext+tag``. ``open`` raises ``InvalidTag`` as a
+typed ``TamperedRecordError`` supplied by the caller, who knows which file and record
+failed (``InvalidTag`` itself has an empty message).
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+NONCE_BYTES = 12
+TAG_BYTES = 16
+OVERHEAD = NONCE_BYTES + TAG_BYTES
+
+
+class Sealer:
+    """Seal and open byte strings with one 32-byte key."""
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) != 32:
+            raise ValueError("AES-256-GCM needs a 32-byte key")
+        self._aead = AESGCM(key)
+
+    def seal(self, plaintext: bytes, aad: bytes) -> bytes:
+        """Encrypt and authenticate ``plaintext``, binding ``aad``; a fresh random nonce each call."""
+        nonce = secrets.token_bytes(NONCE_BYTES)
+        return nonce + self._aead.encrypt(nonce, plaintext, aad)
+
+    def open(self, blob: bytes, aad: bytes) -> bytes:
+        """Decrypt ``blob``; raises ``cryptography.exceptions.InvalidTag`` if it or ``aad`` changed."""
+        if len(blob) < OVERHEAD:
+            raise InvalidTag()
+        return self._aead.decrypt(blob[:NONCE_BYTES], blob[NONCE_BYTES:], aad)
+
+    def __repr__(self) -> str:
+        return "Sealer(<key hidden>)"
+
+
+__all__ = ["OVERHEAD", "InvalidTag", "Sealer"]
