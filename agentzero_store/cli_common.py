@@ -1,0 +1,142 @@
+"""Shared plumbing of the ``agentzero`` CLI: global state, opening stores, output, errors.
+
+Each command is a few lines: parse options, call the API, hand the result to ``emit``.
+Every ``AgentZeroStoreError`` is mapped to a message with its hint (or a JSON error
+object with ``--json``) and the error's exit code in ONE place: ``cli_command``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .config import StoreConfig, default_data_dir
+from .embeddings import Embedder
+from .errors import AgentZeroStoreError, InvalidArgumentError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+EmbedderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder",
+        help="local | none (default: env AGENTZERO_EMBEDDER, else local).",
+        show_default=False,
+    ),
+]
+
+
+@dataclass
+class GlobalState:
+    """Options given before the sub-command (``agentzero --data-dir D ...``)."""
+
+    data_dir: Path | None = None
+    key_file: Path | None = None
+    json: bool = False
+
+
+STATE = GlobalState()
+
+
+def data_dir() -> Path:
+    """The data dir from ``--data-dir``, env ``AGENTZERO_DATA_DIR``, or the platform default."""
+    return STATE.data_dir or default_data_dir()
+
+
+def make_embedder(name: str | None) -> Embedder | None:
+    """Build the embedder named on the command line or in ``AGENTZERO_EMBEDDER``."""
+    choice = (name or os.environ.get("AGENTZERO_EMBEDDER") or "local").lower()
+    if choice == "none":
+        return None
+    if choice == "local":
+        from .embeddings import LocalEmbedder
+
+        return LocalEmbedder()
+    raise InvalidArgumentError(
+        f"unknown embedder {choice!r}", hint="use --embedder local or --embedder none"
+    )
+
+
+def store_kwargs() -> dict[str, Any]:
+    """Credential arguments for ``*.open``: key file if given; env and TTY prompt otherwise."""
+    return {"key_file": STATE.key_file, "config": StoreConfig()}
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert results (dataclasses with ``to_dict``, lists, dicts) into JSON-ready data."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def emit(value: Any, human: Callable[[], None] | None = None) -> None:
+    """Print ``value`` as JSON with ``--json``, else run ``human`` (or print it plainly)."""
+    if STATE.json:
+        sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n")
+    elif human is not None:
+        human()
+    else:
+        out.print(value)
+
+
+def cli_command(fn: Callable[P, R]) -> Callable[P, R]:
+    """Decorator for every command: honours ``--json`` and maps store errors to exit codes."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        if kwargs.get("json_out"):
+            STATE.json = True
+        try:
+            return fn(*args, **kwargs)
+        except AgentZeroStoreError as exc:
+            if STATE.json:
+                sys.stdout.write(json.dumps(exc.to_dict()) + "\n")
+            else:
+                err.print(f"[bold red]error:[/] {exc.message}")
+                if exc.hint:
+                    err.print(f"[yellow]hint:[/] {exc.hint}")
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+@contextmanager
+def progress(description: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on stderr (hidden with ``--json`` or when not a terminal).
+
+    Yields ``advance(n)``.
+    """
+    show = not STATE.json and err.is_terminal
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, disable=not show, transient=False,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n=1: bar.advance(task, n)
+
+
+def setup_logging() -> None:
+    """Library log lines (rebuilds, torn tails) go to stderr; never any content."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)

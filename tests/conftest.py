@@ -1,0 +1,83 @@
+"""Shared fixtures: fast-KDF configs, fresh data dirs, the real local embedder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentzero_store import LocalEmbedder, SqliteMemoryStore, StoreConfig
+from agentzero_store.config import FAST_KDF_FOR_TESTS
+
+PASSPHRASE = "correct horse battery staple"
+FAST = StoreConfig(kdf=FAST_KDF_FOR_TESTS)
+
+
+@pytest.fixture(autouse=True)
+def _no_credential_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests pass credentials explicitly; a developer's env must not leak in."""
+    for var in ("AGENTZERO_PASSPHRASE", "AGENTZERO_DATA_KEY", "AGENTZERO_KEY_FILE",
+                "AGENTZERO_DATA_DIR", "AGENTZERO_EMBEDDER"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def store(data_dir: Path) -> Iterator[SqliteMemoryStore]:
+    s = SqliteMemoryStore.open(data_dir, passphrase=PASSPHRASE, config=FAST)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> LocalEmbedder:
+    """The real all-MiniLM-L6-v2, loaded once per test session (offline)."""
+    e = LocalEmbedder()
+    e.embed(["warm up"])
+    return e
+
+
+def rand_vectors(n: int, dim: int = 384, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root`` (relative path → digest), plus modes."""
+    out: dict[str, str] = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            out[str(p.relative_to(root))] = (
+                hashlib.sha256(p.read_bytes()).hexdigest() + f":{st.st_mode:o}:{st.st_size}"
+            )
+        elif p.is_dir():
+            out[str(p.relative_to(root)) + "/"] = "dir"
+    return out
+
+
+def scan_for(root: Path, needles: list[bytes]) -> list[tuple[str, bytes]]:
+    """Every (file, needle) pair where a needle occurs in a file's raw bytes under ``root``."""
+    hits = []
+    for p in root.rglob("*"):
+        if p.is_file():
+            data = p.read_bytes()
+            hits += [(str(p), n) for n in needles if n in data]
+    return hits
+
+
+def text_needles(text: str) -> list[bytes]:
+    """A text as UTF-8 and UTF-16-LE bytes."""
+    return [text.encode("utf-8"), text.encode("utf-16-le")]
+
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
