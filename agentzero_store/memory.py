@@ -11,18 +11,19 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .config import StoreConfig
 from .embeddings import Embedder, Vector, as_vector
 from .errors import (
+    DimensionMismatchError,
     EmbedderMismatchError,
     InvalidArgumentError,
     NoEmbedderError,
@@ -32,6 +33,10 @@ from .keys import StoreKeys, open_data_dir
 from .recall import exact_top_k, fts5_query, rrf_fuse
 from .records import MemoryEntry, MemoryHit, Scope, from_us, to_us
 from .sqlcipher import Database
+
+if TYPE_CHECKING:
+    from .memory_hnsw import MemoryHnsw
+    from .sidecar import OpenReport, Progress, SidecarStatus
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,8 @@ class Change:
     op: Literal["insert", "delete"]
     label: int
     embedding: bytes | None
+
+
 RecallMode = Literal["semantic", "keyword", "hybrid"]
 
 _COLUMNS = (
@@ -87,6 +94,7 @@ class SqliteMemoryStore:
         self.config = config
         self._clock = clock
         self._closed = False
+        self._hnsw: MemoryHnsw | None = None
 
     @classmethod
     def open(
@@ -101,11 +109,13 @@ class SqliteMemoryStore:
         config: StoreConfig | None = None,
         clock: Clock | None = None,
         prompt: bool | None = None,
+        hnsw: bool | None = None,
     ) -> SqliteMemoryStore:
         """Open (or create) the memory store in ``data_dir``.
 
         The credential is checked against keys.json first: a wrong one raises
-        ``WrongKeyError`` and no file is touched.
+        ``WrongKeyError`` and no file is touched. ``hnsw``: True enables the HNSW index,
+        False never uses it, None (default) enables it if ``memory.hnsw/`` exists.
         """
         config = config or StoreConfig()
         layout, keys = open_data_dir(
@@ -118,13 +128,22 @@ class SqliteMemoryStore:
         except BaseException:
             db.close()
             raise
-        return cls(db, keys, layout.root, embedder=embedder, config=config,
-                   clock=clock or _utcnow)
+        store = cls(db, keys, layout.root, embedder=embedder, config=config,
+                    clock=clock or _utcnow)
+        if hnsw or (hnsw is None and layout.memory_hnsw.is_dir()):
+            try:
+                store.enable_hnsw_index()
+            except BaseException:
+                store.close()
+                raise
+        return store
 
     # ----------------------------------------------------------------- lifecycle
     def close(self) -> None:
         """Close the store. Further calls raise ``StoreClosedError``."""
         if not self._closed:
+            if self._hnsw is not None:
+                self._hnsw.close()  # checkpoints pending changes while the db is open
             self._closed = True
             self._db.close()
 
@@ -156,6 +175,64 @@ class SqliteMemoryStore:
         db = self._live()
         dim = db.get_meta("embedding_dim")
         return db.get_meta("embedding_model"), int(dim) if dim else None
+
+    # ----------------------------------------------------------------- indexes
+    def enable_hnsw_index(
+        self, dir: Path | str | None = None, dim: int | None = None, *,
+        watch: bool = True, progress: Progress | None = None,
+    ) -> OpenReport | None:
+        """Serve semantic recall from an HNSW sidecar in ``dir`` (default ``memory.hnsw/``).
+
+        Loads the verified checkpoint and replays newer changes, or rebuilds it from the
+        database. From then on writes go to SQLCipher (the truth) and then the index.
+        ``watch`` rebuilds in the background if the directory is deleted while open.
+        Returns what opening did (None until the store holds its first vector).
+        """
+        from .config import Layout
+        from .memory_hnsw import MemoryHnsw
+
+        self._live()
+        if self._hnsw is not None:
+            return self._hnsw.open_report
+        _, stored = self.embedding_info()
+        if dim is not None and stored is not None and dim != stored:
+            raise DimensionMismatchError(f"the store holds {stored}-d vectors, not {dim}-d")
+        path = Path(dir) if dir is not None else Layout(self.data_dir).memory_hnsw
+        h = MemoryHnsw(self, path, dim=dim, watch=watch)
+        try:
+            report = h.open(progress)
+        except BaseException:
+            h.close()
+            raise
+        self._hnsw = h
+        return report
+
+    @property
+    def hnsw_index(self) -> MemoryHnsw | None:
+        """The HNSW sidecar, if enabled."""
+        return self._hnsw
+
+    def index_status(self) -> list[SidecarStatus]:
+        """Status of every sidecar of this store (for ``agentzero store status``)."""
+        self._live()
+        st = self._hnsw.status() if self._hnsw is not None else None
+        return [st] if st is not None else []
+
+    def rebuild_index(self, name: str | None = None, progress: Progress | None = None) -> list[str]:
+        """Rebuild sidecars from the database (all, or the one named, e.g. "hnsw")."""
+        self._live()
+        if name not in (None, "hnsw", "memory.hnsw"):
+            raise InvalidArgumentError(f"no index named {name!r}", hint="the memory index is hnsw")
+        if self._hnsw is None:
+            self.enable_hnsw_index(progress=progress)
+        assert self._hnsw is not None
+        self._hnsw.rebuild(progress)
+        return ["hnsw"]
+
+    def _sync_indexes(self) -> None:
+        # After the commit: the write is already durable; the index follows the feed.
+        if self._hnsw is not None:
+            self._hnsw.sync()
 
     # ----------------------------------------------------------------- writes
     def append(self, entry: MemoryEntry) -> str:
@@ -209,9 +286,11 @@ class SqliteMemoryStore:
                      e.embedding_model),
                 )
                 label = cur.lastrowid
-                c.execute("INSERT INTO memory_fts (rowid, content) VALUES (?, ?)", (label, e.content))
+                c.execute("INSERT INTO memory_fts (rowid, content) VALUES (?, ?)",
+                          (label, e.content))
                 c.execute("INSERT INTO changes (op, label) VALUES ('insert', ?)", (label,))
                 ids.append(e.id)  # type: ignore[arg-type]
+        self._sync_indexes()
         return ids
 
     def _ensure_dim(self, c: Any, model: str | None, vecs: Sequence[Any]) -> int | None:
@@ -278,6 +357,8 @@ class SqliteMemoryStore:
                 c.execute("DELETE FROM memory_fts WHERE rowid = ?", (label,))
                 # A delete is a change with its own seq, so sidecars replay it too.
                 c.execute("INSERT INTO changes (op, label) VALUES ('delete', ?)", (label,))
+        if labels:
+            self._sync_indexes()
         return len(labels)
 
     # ----------------------------------------------------------------- reads
@@ -323,6 +404,13 @@ class SqliteMemoryStore:
             return []  # no vector stored yet
         q = as_vector(query_vector, dim)
         where, params = _scope_where(scope, to_us(self._clock()))
+        if self._hnsw is not None:
+            scored = self._hnsw.recall(
+                q, k, scoped=not scope.is_empty(),
+                allowed=lambda labels: self._allowed(labels, where, params),
+                scope_size=lambda limit: self._scope_size(scope, limit))
+            if scored is not None:
+                return self._hits(scored, "semantic")
         rows = db.query(
             f"SELECT label, embedding FROM memory WHERE embedding IS NOT NULL AND {where}", params)
         if not rows:
@@ -330,6 +418,23 @@ class SqliteMemoryStore:
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, dim)
         top = exact_top_k(matrix, q, k)
         return self._hits([(rows[i][0], s) for i, s in top], "semantic")
+
+    def _allowed(self, labels: list[int], where: str, params: list[Any]) -> set[int]:
+        """Which of ``labels`` are live and in scope (re-checked against the truth)."""
+        if not labels:
+            return set()
+        rows = self._live().query(
+            f"SELECT label FROM memory WHERE label IN ({','.join('?' * len(labels))}) "
+            f"AND {where}", (*labels, *params))
+        return {r[0] for r in rows}
+
+    def _scope_size(self, scope: Scope, limit: int) -> int:
+        """Rows in scope, counted up to ``limit`` (expiry ignored: cheap, index-only)."""
+        where, params = _scope_where(scope, None)
+        rows = self._live().query(
+            f"SELECT count(*) FROM (SELECT 1 FROM memory WHERE {where} LIMIT ?)",
+            (*params, limit))
+        return int(rows[0][0])
 
     def keyword_recall(
         self, query_text: str, k: int = 5, *, org_id: str | None = None,
@@ -396,7 +501,8 @@ class SqliteMemoryStore:
         """Embed one query text with the store's embedder."""
         self._check_embedder()
         assert self.embedder is not None
-        return self.embedder.embed([text])[0]
+        vector: Vector = self.embedder.embed([text])[0]
+        return vector
 
     def _hits(self, scored: Iterable[tuple[int, float]], signal: str) -> list[MemoryHit]:
         scored = list(scored)
@@ -430,6 +536,17 @@ class SqliteMemoryStore:
             "LEFT JOIN memory m ON c.op = 'insert' AND m.label = c.label "
             "WHERE c.seq > ? ORDER BY c.seq LIMIT ?", (seq, limit))
         return [Change(r[0], r[1], r[2], r[3]) for r in rows]
+
+    def vector_count(self) -> int:
+        """Number of rows (an upper bound on rows holding a vector; index-only, cheap)."""
+        return int(self._live().query("SELECT count(*) FROM memory")[0][0])
+
+    def vectors_after(self, label: int, limit: int) -> list[tuple[int, bytes]]:
+        """Up to ``limit`` (label, float32 bytes) with label > ``label``, by label."""
+        rows = self._live().query(
+            "SELECT label, embedding FROM memory WHERE label > ? AND embedding IS NOT NULL "
+            "ORDER BY label LIMIT ?", (label, limit))
+        return [(int(r[0]), bytes(r[1])) for r in rows]
 
     def iter_vectors(self, batch: int = 10_000) -> Iterable[tuple[int, list[int], bytes]]:
         """Every stored vector for a full rebuild, in batches: (seq covered, labels, float32 bytes).

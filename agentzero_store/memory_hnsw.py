@@ -1,0 +1,312 @@
+"""The HNSW sidecar over conversation memory: source adapter, recall strategy, self-healing.
+
+``SqliteMemoryStore`` stays the truth. Writes commit to SQLCipher first and then reach
+the index through the change feed (``Sidecar.catch_up``), the same path that replays
+after a crash or picks up another process's writes, so there is one way in.
+
+Recall asks HNSW for ``3k`` candidates, keeps those the database says are live and in
+scope (in HNSW order), and widens ×4 until it has ``k``. Small scopes and exhausted
+searches fall back to exact search over the scoped rows, which is authoritative.
+
+If anything about the index fails — a native error, the directory deleted under a
+running process (watched with watchdog) — recall switches to exact search at once and
+the index is rebuilt in a background thread. A sidecar problem never fails a recall or
+an acknowledged write.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import AgentZeroStoreError, DimensionMismatchError
+from .fileio import DEFAULT_IO, FileIO
+from .hnsw_index import HnswIndex
+from .sidecar import Change, EmbedderInfo, OpenReport, Progress, Sidecar, SidecarStatus
+
+if TYPE_CHECKING:
+    from .memory import SqliteMemoryStore
+
+log = logging.getLogger(__name__)
+
+# Scopes with at most this many rows are searched exactly. Exact search reads each scoped
+# row from SQLCipher (~1 µs/row) and does one (n × dim) product: ~1-2 ms at 2,048 rows,
+# about what post-filtered HNSW costs when the scope is a small fraction of the store (it
+# needs ~3k·N/n candidates). It also makes small scopes return exactly the exact top-k.
+EXACT_SCOPE_MAX = 2_048
+# Widening stops here; past it exact search over the scope is cheaper than a huge beam.
+MAX_CANDIDATES = 4_096
+WIDEN = 4
+
+
+class MemoryVectorSource:
+    """``Source[bytes]`` over the memory table: float32 embedding bytes keyed by label."""
+
+    def __init__(self, store: SqliteMemoryStore) -> None:
+        self._store = store
+
+    @property
+    def store_id(self) -> str:
+        """The store's id."""
+        return self._store.store_id
+
+    def source_seq(self) -> int:
+        """Newest change seq."""
+        return self._store.source_seq()
+
+    def changes_since(self, seq: int, limit: int) -> Sequence[Change[bytes]]:
+        """The memory change feed, as generic changes."""
+        return [Change(c.seq, c.op, c.label, c.embedding)
+                for c in self._store.changes_since(seq, limit)]
+
+    def item_count(self) -> int:
+        """Rows holding a vector."""
+        return self._store.vector_count()
+
+    def snapshot(self, batch: int) -> Iterator[Sequence[tuple[int, bytes]]]:
+        """Every stored vector, paged by label (each page its own short read, so a long
+        rebuild never holds the database lock between pages)."""
+        after = 0
+        while rows := self._store.vectors_after(after, batch):
+            yield rows
+            after = rows[-1][0]
+
+
+AllowedFn = Callable[[list[int]], set[int]]
+ScopeSizeFn = Callable[[int], int]
+
+
+class MemoryHnsw:
+    """The memory store's HNSW sidecar, with exact-search fallback and background rebuild."""
+
+    def __init__(
+        self,
+        store: SqliteMemoryStore,
+        directory: Path,
+        *,
+        dim: int | None = None,
+        watch: bool = True,
+        io: FileIO = DEFAULT_IO,
+    ) -> None:
+        self._store = store
+        self.directory = directory
+        self._want_dim = dim
+        self._io = io
+        self._lock = threading.RLock()
+        self.sidecar: Sidecar[bytes] | None = None
+        self.ready = False  # False: recall uses exact search
+        self.open_report: OpenReport | None = None
+        self._rebuilder: threading.Thread | None = None
+        self._closed = False
+        self._observer: Any = None
+        if watch:
+            self._watch()
+
+    def __repr__(self) -> str:
+        return f"MemoryHnsw(dir={str(self.directory)!r}, ready={self.ready})"
+
+    # ---------------------------------------------------------------- lifecycle
+    def open(self, progress: Progress | None = None) -> OpenReport | None:
+        """Load or rebuild the index (no-op until the store holds its first vector)."""
+        with self._lock:
+            sc = self._new_sidecar()
+            if sc is None:
+                return None
+            self.open_report = sc.open(progress)
+            self.sidecar, self.ready = sc, True
+            return self.open_report
+
+    def _new_sidecar(self) -> Sidecar[bytes] | None:
+        model, dim = self._store.embedding_info()
+        if dim is None:
+            return None  # no vector stored yet: the index is created with the first one
+        if self._want_dim is not None and self._want_dim != dim:
+            raise DimensionMismatchError(
+                f"the store holds {dim}-d vectors; an index of {self._want_dim} was asked for")
+        c = self._store.config
+        index = HnswIndex(dim, m=c.hnsw_m, ef_construction=c.hnsw_ef_construction,
+                          ef_search_min=c.hnsw_ef_search_min,
+                          initial_capacity=c.hnsw_initial_capacity)
+        return Sidecar(self.directory, index, MemoryVectorSource(self._store),
+                       key=self._store.keys.sidecar_key, embedder=EmbedderInfo(model, dim),
+                       checkpoint_every=c.checkpoint_every, io=self._io)
+
+    def close(self) -> None:
+        """Stop watching, checkpoint what is pending, let a background rebuild finish."""
+        with self._lock:
+            self._closed = True
+            if self._observer is not None:
+                self._observer.stop()
+        if self._observer is not None:
+            self._observer.join(timeout=2)
+        if (t := self._rebuilder) is not None:
+            # Bounded: after close the worker's reads fail and it stops, logging why.
+            t.join(timeout=5)
+        with self._lock:
+            if self.ready and self.sidecar is not None and self.sidecar.pending:
+                # Saves the next open a replay; a failure here loses nothing.
+                self._guard("checkpoint", self.sidecar._checkpoint_quietly)
+
+    # ---------------------------------------------------------------- writes
+    def sync(self) -> None:
+        """Apply committed changes to the index. Never raises for index trouble."""
+        with self._lock:
+            if self._closed:
+                return
+            if self.ready and self.sidecar is not None:
+                self._guard("catch-up", self.sidecar.catch_up)
+            elif self.sidecar is None and self._rebuilder is None:
+                self._guard("open", self.open)  # the first vector just arrived
+            # else: a background rebuild replays everything when it finishes
+
+    # ---------------------------------------------------------------- reads
+    def recall(
+        self, q: npt.NDArray[np.float32], k: int, *, scoped: bool,
+        allowed: AllowedFn, scope_size: ScopeSizeFn,
+    ) -> list[tuple[int, float]] | None:
+        """Top-``k`` (label, cosine) via HNSW, or None: the caller must search exactly."""
+        with self._lock:
+            if self._closed:
+                return None
+            if self.sidecar is None and not self.ready and self._rebuilder is None:
+                self._guard("open", self.open)
+            sc = self.sidecar
+            if not self.ready or sc is None:
+                return None
+            # Another process may have written since (WAL): one cheap seq read decides.
+            if not self._guard("catch-up", sc.catch_up):
+                return None
+        if scoped and scope_size(EXACT_SCOPE_MAX + 1) <= EXACT_SCOPE_MAX:
+            return None  # small scope: exact search, identical to the exact top-k
+        index = sc.index
+        assert isinstance(index, HnswIndex)
+        n = min(3 * k, MAX_CANDIDATES)
+        while True:
+            with sc.lock:
+                live = index.count()
+                cands = self._guard_value("search", functools.partial(index.search, q, n))
+            if cands is None:
+                return None
+            ok = allowed([lab for lab, _ in cands]) if cands else set()
+            hits = [(lab, s) for lab, s in cands if lab in ok]
+            if len(hits) >= k:
+                return hits[:k]
+            if n >= live or n >= MAX_CANDIDATES:
+                return None  # scope or index exhausted: exact search is authoritative
+            n = min(n * WIDEN, MAX_CANDIDATES)
+
+    # ---------------------------------------------------------------- maintenance
+    def rebuild(self, progress: Progress | None = None) -> None:
+        """Rebuild now, in the calling thread (``agentzero store rebuild``)."""
+        with self._lock:
+            sc = self._new_sidecar()
+            if sc is None:
+                return
+            sc.rebuild(progress, reason="requested")
+            self.sidecar, self.ready = sc, True
+
+    def status(self) -> SidecarStatus | None:
+        """The sidecar's status, or None before the store has vectors."""
+        with self._lock:
+            sc = self.sidecar or self._new_sidecar()
+        return sc.status() if sc is not None else None
+
+    def rebuild_in_background(self, reason: str) -> None:
+        """Switch recall to exact search and rebuild the index in a daemon thread."""
+        with self._lock:
+            self.ready = False
+            if self._closed or (self._rebuilder is not None and self._rebuilder.is_alive()):
+                return
+            log.warning("memory HNSW index unavailable (%s): exact search until rebuilt", reason)
+            t = threading.Thread(target=self._rebuild_worker, args=(reason,),
+                                 name="agentzero-hnsw-rebuild", daemon=True)
+            self._rebuilder = t
+            t.start()
+
+    def _rebuild_worker(self, reason: str) -> None:
+        try:
+            sc = self._new_sidecar()
+            if sc is None:
+                return
+            # Build in memory without our lock: queries keep using exact search meanwhile.
+            sc._rebuild(None, reason)
+            with self._lock:
+                if self._closed:
+                    return
+                self.sidecar, self.ready = sc, True
+                self._guard("checkpoint", sc._checkpoint_quietly)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            log.error("background rebuild of the memory HNSW index failed: %s", exc)
+        finally:
+            with self._lock:
+                self._rebuilder = None
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait for a background rebuild; True if the index is ready."""
+        t = self._rebuilder
+        if t is not None:
+            t.join(timeout)
+        return self.ready
+
+    # ---------------------------------------------------------------- internals
+    def _guard(self, what: str, fn: Callable[[], Any]) -> bool:
+        return self._guard_value(what, fn) is not None
+
+    def _guard_value(self, what: str, fn: Callable[[], Any]) -> Any:
+        """Run ``fn``; a native or index error turns into exact search plus a rebuild."""
+        try:
+            r = fn()
+            return True if r is None else r
+        except DimensionMismatchError:
+            raise
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            if isinstance(exc, AgentZeroStoreError) and exc.code != "sidecar_corrupt" \
+                    and exc.code != "io_error":
+                raise  # the source itself failed: the caller must see it
+            self.rebuild_in_background(f"{what} failed: {type(exc).__name__}: {exc}")
+            return None
+
+    def _watch(self) -> None:
+        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        target = str(self.directory)
+        outer = self
+
+        class _Handler(FileSystemEventHandler):
+            def on_deleted(self, event: FileSystemEvent) -> None:
+                if str(event.src_path) == target:
+                    outer.rebuild_in_background("its directory was deleted")
+
+            def on_moved(self, event: FileSystemEvent) -> None:
+                if str(event.src_path) == target:
+                    outer.rebuild_in_background("its directory was moved away")
+
+        parent = self.directory.parent
+        if not parent.is_dir():
+            return
+        try:
+            obs = Observer()
+            # Non-recursive on the data dir: our own renames inside the sidecar dir are
+            # not reported, only the sidecar dir itself disappearing.
+            obs.schedule(_Handler(), str(parent), recursive=False)
+            obs.daemon = True
+            obs.start()
+        except OSError as exc:  # e.g. inotify watch limit reached: run without watching
+            log.warning("cannot watch %s: %s", parent, exc)
+            return
+        self._observer = obs
+
+
+__all__ = ["EXACT_SCOPE_MAX", "MAX_CANDIDATES", "MemoryHnsw", "MemoryVectorSource"]

@@ -1,0 +1,531 @@
+"""The one source → sidecar mechanism shared by every derived index (see DESIGN.md).
+
+A *source* (the SQLCipher memory table, the sealed document log) is the truth: it has a
+monotonically increasing seq and a feed of changes (inserts and deletes) after any seq.
+A *sidecar* is a directory holding an index derived from it::
+
+    <dir>/manifest.json          format, kind, store id, covered_seq, entries, embedder,
+                                 params, sha256 of each data file, HMAC over all of it
+    <dir>/<kind>-<gen>-<name>    data files, each sealed with AES-256-GCM (sidecar subkey)
+
+``Sidecar`` opens it (verifying the manifest's HMAC and every checksum and tag BEFORE the
+index library sees a byte), replays the source's changes after ``covered_seq``,
+checkpoints every ``checkpoint_every`` changes, and rebuilds from the source whenever
+anything is missing, damaged, stale or from another store, format or embedder. The index
+library is behind ``SidecarIndex``: a small, library-agnostic adapter that turns items
+into an in-memory index and the index into named byte strings and back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from .crypto import InvalidTag, Sealer
+from .errors import SidecarCorruptError, StoreIOError
+from .fileio import DEFAULT_IO, FileIO, atomic_write, cleanup_temp_files
+
+try:  # advisory lock between processes sharing a data dir (POSIX only)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+SIDECAR_FORMAT = "agentzero-sidecar/1"
+MANIFEST = "manifest.json"
+LOCK = ".lock"
+
+P = TypeVar("P")
+P_contra = TypeVar("P_contra", contravariant=True)
+
+Progress = Callable[[int, int], None]
+"""Progress callback: ``(items done, items total)``; total is an estimate (may be 0)."""
+
+
+@dataclass(frozen=True)
+class Change(Generic[P]):
+    """One entry of a source's change feed. ``payload`` is None when the row is gone."""
+
+    seq: int
+    op: Literal["insert", "delete"]
+    key: int
+    payload: P | None
+
+
+class Source(Protocol[P]):
+    """What a sidecar is derived from. Keys are ints that are never reused after a delete.
+
+    ``snapshot`` need not be transactional: the mechanism reads ``source_seq()`` first,
+    then the snapshot, then replays every change after that seq. Adapters apply inserts as
+    upserts and deletes idempotently, so rows changed while the snapshot was read end up
+    right, and no long read transaction blocks writers during a rebuild.
+    """
+
+    @property
+    def store_id(self) -> str:
+        """Random id of the store the source belongs to (bound into every checkpoint)."""
+        ...
+
+    def source_seq(self) -> int:
+        """The seq of the newest change (0 when empty)."""
+        ...
+
+    def changes_since(self, seq: int, limit: int) -> Sequence[Change[P]]:
+        """Changes with seq > ``seq``, oldest first, at most ``limit``."""
+        ...
+
+    def item_count(self) -> int:
+        """Approximate number of items a snapshot yields (for progress bars)."""
+        ...
+
+    def snapshot(self, batch: int) -> Iterator[Sequence[tuple[int, P]]]:
+        """Every live item as ``(key, payload)``, in batches of at most ``batch``."""
+        ...
+
+
+class SidecarIndex(Protocol[P_contra]):
+    """The adapter between the mechanism and one index library (hnswlib, tantivy, ...).
+
+    Everything is in memory: the mechanism owns every file, so an adapter never touches
+    disk. ``insert`` must upsert and ``delete`` must ignore unknown or deleted keys
+    (replay is idempotent). Any exception (native ones included) from ``load`` makes the
+    mechanism rebuild; from ``insert``/``delete`` during replay it also rebuilds.
+    """
+
+    kind: str  # short name, used in file names and bound into the AAD ("hnsw", "bm25")
+
+    def params(self) -> Mapping[str, Any]:
+        """JSON-able build parameters; a checkpoint with different params is rebuilt."""
+        ...
+
+    def reset(self) -> None:
+        """Drop everything: an empty index (the start of a rebuild)."""
+        ...
+
+    def insert(self, items: Sequence[tuple[int, P_contra]]) -> None:
+        """Add or replace items."""
+        ...
+
+    def delete(self, keys: Sequence[int]) -> None:
+        """Remove keys; unknown or already-deleted keys are ignored."""
+        ...
+
+    def count(self) -> int:
+        """Number of live entries."""
+        ...
+
+    def dump(self) -> dict[str, bytes]:
+        """The whole index as named plaintext byte strings (names: ``[a-z0-9_]+``)."""
+        ...
+
+    def load(self, files: Mapping[str, bytes]) -> None:
+        """Replace the index with one read from ``dump``'s output (already authenticated)."""
+        ...
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """Which embedder produced a vector index's vectors; a mismatch forces a rebuild."""
+
+    model_id: str | None
+    dimension: int
+
+
+@dataclass(frozen=True)
+class OpenReport:
+    """What ``Sidecar.open`` did: loaded a checkpoint or rebuilt, and how much it replayed."""
+
+    loaded: bool
+    rebuilt: bool
+    reason: str | None
+    replayed: int
+    covered_seq: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SidecarStatus:
+    """A sidecar's state for ``agentzero store status``."""
+
+    kind: str
+    path: str
+    covered_seq: int  # seq of the checkpoint on disk
+    applied_seq: int  # seq the in-memory index reflects
+    source_seq: int
+    entries: int
+    size_bytes: int
+    last_checkpoint: str | None
+    embedder: str | None
+    dimension: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return dict(self.__dict__)
+
+
+def _is_fatal(exc: BaseException) -> bool:
+    # Native libraries raise RuntimeError, ValueError or pyo3's PanicException (a
+    # BaseException): all of them mean "rebuild". Only a user's ^C or exit goes through.
+    return isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit)
+
+
+class Sidecar(Generic[P]):
+    """A derived index kept in step with its source, checkpointed and self-healing.
+
+    Thread-safe: one lock serialises replay, checkpoints, rebuilds and ``locked`` reads.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        index: SidecarIndex[P],
+        source: Source[P],
+        *,
+        key: bytes,
+        embedder: EmbedderInfo | None = None,
+        checkpoint_every: int = 100,
+        io: FileIO = DEFAULT_IO,
+        batch: int = 10_000,
+    ) -> None:
+        self.directory = Path(directory)
+        self.index = index
+        self.source = source
+        self.embedder = embedder
+        self.checkpoint_every = checkpoint_every
+        self._io = io
+        self._batch = batch
+        self._sealer = Sealer(key)
+        # A separate key for the manifest MAC: never use one key for two algorithms.
+        self._mac_key = hmac.new(key, b"agentzero/sidecar-manifest-mac/v1", "sha256").digest()
+        self.lock = threading.RLock()
+        self.applied_seq = 0  # the in-memory index reflects every change up to here
+        self.covered_seq = 0  # the checkpoint on disk covers changes up to here
+        self._pending = 0  # changes applied since the last checkpoint
+        self._last_checkpoint: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Sidecar(kind={self.index.kind!r}, dir={str(self.directory)!r})"
+
+    # ------------------------------------------------------------------ open / rebuild
+    def open(self, progress: Progress | None = None) -> OpenReport:
+        """Load the checkpoint (verified) and replay, or rebuild from the source."""
+        t0 = time.perf_counter()
+        with self.lock:
+            reason: str | None = None
+            try:
+                self._load_checkpoint()
+            except SidecarCorruptError as exc:
+                reason = exc.message
+            except BaseException as exc:
+                if _is_fatal(exc):
+                    raise
+                reason = f"{self.index.kind} loader failed: {type(exc).__name__}: {exc}"
+            replayed = 0
+            if reason is None:
+                try:
+                    replayed = self._replay()
+                except BaseException as exc:
+                    # Source errors (damaged database, I/O) are the caller's to see; an
+                    # index that chokes on replay is rebuilt.
+                    if _is_fatal(exc) or _is_store_error(exc):
+                        raise
+                    reason = f"replay failed: {type(exc).__name__}: {exc}"
+            if reason is not None:
+                self._rebuild(progress, reason)
+                self._checkpoint_quietly()
+            elif self._pending >= self.checkpoint_every:
+                self._checkpoint_quietly()
+            return OpenReport(
+                loaded=reason is None, rebuilt=reason is not None, reason=reason,
+                replayed=replayed, covered_seq=self.covered_seq,
+                seconds=time.perf_counter() - t0,
+            )
+
+    def rebuild(self, progress: Progress | None = None, *, reason: str = "requested") -> None:
+        """Rebuild the index from the source, then checkpoint it (I/O errors raise)."""
+        with self.lock:
+            self._rebuild(progress, reason)
+            self.checkpoint()
+
+    def _rebuild(self, progress: Progress | None, reason: str) -> None:
+        with self.lock:
+            # A first build is routine; replacing a checkpoint that exists is worth a warning.
+            level = logging.WARNING if (self.directory / MANIFEST).exists() else logging.INFO
+            log.log(level, "rebuilding the %s index in %s: %s",
+                    self.index.kind, self.directory, reason)
+            self.index.reset()
+            # Read the seq BEFORE the snapshot: replaying from it afterwards covers every
+            # change the (non-transactional) snapshot may have missed.
+            seq = self.source.source_seq()
+            total, done = self.source.item_count(), 0
+            if progress:
+                progress(0, total)
+            for items in self.source.snapshot(self._batch):
+                self.index.insert(items)
+                done += len(items)
+                if progress:
+                    progress(done, max(total, done))
+            self.applied_seq, self.covered_seq, self._pending = seq, 0, 0
+            self._replay()
+            self._pending = max(self._pending, 1)  # nothing of this index is on disk yet
+
+    # ------------------------------------------------------------------ replay
+    def catch_up(self) -> int:
+        """Apply the source's changes after ``applied_seq``; checkpoint when due.
+
+        Returns how many changes were applied. Cheap when nothing changed (one seq read).
+        """
+        with self.lock:
+            if self.source.source_seq() <= self.applied_seq:
+                return 0
+            n = self._replay()
+            if self._pending >= self.checkpoint_every:
+                self._checkpoint_quietly()
+            return n
+
+    def _replay(self) -> int:
+        n = 0
+        while changes := self.source.changes_since(self.applied_seq, self._batch):
+            inserts: list[tuple[int, P]] = []
+            deletes: list[int] = []
+            for ch in changes:
+                # Keep feed order: flush pending inserts before a delete and vice versa.
+                if ch.op == "insert":
+                    if deletes:
+                        self.index.delete(deletes)
+                        deletes = []
+                    if ch.payload is not None:  # None: the row is gone, a delete follows
+                        inserts.append((ch.key, ch.payload))
+                else:
+                    if inserts:
+                        self.index.insert(inserts)
+                        inserts = []
+                    deletes.append(ch.key)
+            if inserts:
+                self.index.insert(inserts)
+            if deletes:
+                self.index.delete(deletes)
+            self.applied_seq = changes[-1].seq
+            self._pending += len(changes)
+            n += len(changes)
+        return n
+
+    # ------------------------------------------------------------------ checkpoint
+    def checkpoint(self) -> None:
+        """Durably write the index: sealed data files first, then the manifest.
+
+        The manifest is the commit point. Data files get fresh names, so until the new
+        manifest is renamed into place the old manifest still names the old, intact
+        files: a crash at any instant leaves the old checkpoint or the new one.
+        """
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with self.lock, self._dir_lock():
+            on_disk = self._read_manifest_quietly()
+            if (on_disk is not None and self._mismatch(on_disk) is None
+                    and on_disk.get("covered_seq", 0) > self.applied_seq):
+                # Another process sharing this data dir checkpointed further; keep its.
+                self._pending = 0
+                return
+            seq, kind = self.applied_seq, self.index.kind
+            gen = f"{seq:012d}-{secrets.token_hex(4)}"
+            files: dict[str, dict[str, Any]] = {}
+            for name, plain in self.index.dump().items():
+                fname = f"{kind}-{gen}-{name}.sealed"
+                blob = self._sealer.seal(plain, self._aad(seq, name))
+                # atomic_write: temp file, fsync, rename, fsync(dir) — the file is durable
+                # under its final name before the manifest that names it exists.
+                atomic_write(self.directory / fname, blob, io=self._io)
+                files[name] = {"file": fname, "sha256": hashlib.sha256(blob).hexdigest(),
+                               "bytes": len(blob)}
+            now = datetime.now(UTC).isoformat()
+            body: dict[str, Any] = {
+                "format": SIDECAR_FORMAT, "kind": kind, "store_id": self.source.store_id,
+                "covered_seq": seq, "entries": self.index.count(), "created_at": now,
+                "embedder": self._embedder_json(), "params": dict(self.index.params()),
+                "files": files,
+            }
+            body["mac"] = self._mac(body)
+            # The commit point: after this rename the new checkpoint is the one on disk.
+            atomic_write(self.directory / MANIFEST, _canonical(body) + b"\n", io=self._io)
+            self.covered_seq, self._pending, self._last_checkpoint = seq, 0, now
+            self._remove_unreferenced({f["file"] for f in files.values()})
+
+    def _checkpoint_quietly(self) -> None:
+        # A failed checkpoint loses nothing (the source has every change and the index
+        # is intact in memory): log it and try again after the next batch.
+        try:
+            self.checkpoint()
+        except StoreIOError as exc:
+            log.warning("could not checkpoint the %s index: %s", self.index.kind, exc)
+
+    # ------------------------------------------------------------------ status
+    def status(self) -> SidecarStatus:
+        """Seqs, entries, size on disk, last checkpoint time and embedder."""
+        with self.lock:
+            size = 0
+            if self.directory.is_dir():
+                for p in self.directory.iterdir():
+                    with contextlib.suppress(OSError):
+                        size += p.stat().st_size
+            last = self._last_checkpoint
+            if last is None and (m := self._read_manifest_quietly()) is not None:
+                last = m.get("created_at")
+            return SidecarStatus(
+                kind=self.index.kind, path=str(self.directory), covered_seq=self.covered_seq,
+                applied_seq=self.applied_seq, source_seq=self.source.source_seq(),
+                entries=self.index.count(), size_bytes=size, last_checkpoint=last,
+                embedder=self.embedder.model_id if self.embedder else None,
+                dimension=self.embedder.dimension if self.embedder else None,
+            )
+
+    @property
+    def pending(self) -> int:
+        """Changes applied in memory but not yet checkpointed."""
+        return self._pending
+
+    # ------------------------------------------------------------------ internals
+    def _aad(self, seq: int, name: str) -> bytes:
+        # Binds store, kind, seq and file role: a checkpoint file copied from another
+        # store, another index or another checkpoint fails authentication.
+        return f"{SIDECAR_FORMAT}|{self.source.store_id}|{self.index.kind}|{seq}|{name}".encode()
+
+    def _mac(self, body: Mapping[str, Any]) -> str:
+        unsigned = {k: v for k, v in body.items() if k != "mac"}
+        return hmac.new(self._mac_key, _canonical(unsigned), "sha256").hexdigest()
+
+    def _embedder_json(self) -> dict[str, Any] | None:
+        if self.embedder is None:
+            return None
+        return {"model_id": self.embedder.model_id, "dimension": self.embedder.dimension}
+
+    def _read_manifest(self) -> dict[str, Any]:
+        path = self.directory / MANIFEST
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise SidecarCorruptError(f"no checkpoint ({MANIFEST} missing)") from exc
+        except OSError as exc:
+            raise SidecarCorruptError(f"{MANIFEST} unreadable: {exc.strerror}") from exc
+        try:
+            m = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise SidecarCorruptError(f"{MANIFEST} is not valid JSON") from exc
+        if not isinstance(m, dict) or not isinstance(m.get("mac"), str):
+            raise SidecarCorruptError(f"{MANIFEST} is not a manifest")
+        if not hmac.compare_digest(m["mac"], self._mac(m)):
+            raise SidecarCorruptError(f"{MANIFEST} failed authentication (other store or tampered)")
+        return m
+
+    def _read_manifest_quietly(self) -> dict[str, Any] | None:
+        try:
+            return self._read_manifest()
+        except SidecarCorruptError:
+            return None
+
+    def _load_checkpoint(self) -> None:
+        with self._dir_lock():
+            cleanup_temp_files(self.directory)  # a crash mid-write can leave these
+            m = self._read_manifest()
+            if (field := self._mismatch(m)) is not None:
+                raise SidecarCorruptError(f"the checkpoint has another {field}")
+            seq, files = m.get("covered_seq"), m.get("files")
+            if not isinstance(seq, int) or not isinstance(files, dict):
+                raise SidecarCorruptError(f"{MANIFEST} lacks covered_seq or files")
+            if seq > self.source.source_seq():
+                raise SidecarCorruptError("the checkpoint is ahead of its source")
+            plain: dict[str, bytes] = {}
+            for name, f in files.items():
+                plain[name] = self._read_data_file(seq, name, f)
+            self._remove_unreferenced({f["file"] for f in files.values()})
+        # Only bytes that passed the MAC, the checksum and the AES-GCM tag get here.
+        self.index.load(plain)
+        if self.index.count() != m.get("entries"):
+            raise SidecarCorruptError("the loaded index has a different entry count")
+        self.applied_seq = self.covered_seq = seq
+        self._pending = 0
+        self._last_checkpoint = m.get("created_at")
+
+    def _mismatch(self, m: Mapping[str, Any]) -> str | None:
+        """The first manifest field that does not fit this sidecar, or None."""
+        expect = {
+            "format": SIDECAR_FORMAT, "kind": self.index.kind,
+            "store_id": self.source.store_id, "embedder": self._embedder_json(),
+            "params": json.loads(_canonical(dict(self.index.params()))),
+        }
+        for field, want in expect.items():
+            if m.get(field) != want:
+                return field
+        return None
+
+    def _read_data_file(self, seq: int, name: str, f: Any) -> bytes:
+        if not isinstance(f, dict) or not isinstance(f.get("file"), str):
+            raise SidecarCorruptError(f"{MANIFEST} entry {name!r} is malformed")
+        fname = f["file"]
+        if "/" in fname or fname.startswith(".") or fname == MANIFEST:
+            raise SidecarCorruptError(f"{MANIFEST} names a bad file {fname!r}")
+        try:
+            blob = (self.directory / fname).read_bytes()
+        except OSError as exc:
+            raise SidecarCorruptError(f"data file {fname} missing or unreadable") from exc
+        if hashlib.sha256(blob).hexdigest() != f.get("sha256"):
+            raise SidecarCorruptError(f"data file {fname} fails its checksum")
+        try:
+            return self._sealer.open(blob, self._aad(seq, name))
+        except InvalidTag as exc:
+            raise SidecarCorruptError(f"data file {fname} failed authentication") from exc
+
+    def _remove_unreferenced(self, keep: set[str]) -> None:
+        prefix = f"{self.index.kind}-"
+        for p in self.directory.iterdir():
+            if p.name.startswith(prefix) and p.name.endswith(".sealed") and p.name not in keep:
+                with contextlib.suppress(OSError):
+                    self._io.unlink(p)
+
+    @contextlib.contextmanager
+    def _dir_lock(self) -> Iterator[None]:
+        """Exclusive advisory lock on the sidecar dir: one process checkpoints at a time,
+        so one cannot delete data files another's new manifest is about to name."""
+        if fcntl is None or not self.directory.is_dir():
+            yield
+            return
+        fd = os.open(self.directory / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+def _is_store_error(exc: BaseException) -> bool:
+    from .errors import AgentZeroStoreError
+
+    return isinstance(exc, AgentZeroStoreError) and not isinstance(exc, SidecarCorruptError)
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+__all__ = [
+    "Change",
+    "EmbedderInfo",
+    "OpenReport",
+    "Progress",
+    "Sidecar",
+    "SidecarIndex",
+    "SidecarStatus",
+    "Source",
+]
