@@ -32,13 +32,19 @@ app.add_typer(cli_memory.app, name="memory", help="Conversation memory: append, 
 def _global(
     data_dir_opt: Annotated[
         Path | None,
-        typer.Option("--data-dir", envvar="AGENTZERO_DATA_DIR",
-                     help="Data dir (default: the platform's user data dir)."),
+        typer.Option(
+            "--data-dir",
+            envvar="AGENTZERO_DATA_DIR",
+            help="Data dir (default: the platform's user data dir).",
+        ),
     ] = None,
     key_file: Annotated[
         Path | None,
-        typer.Option("--key-file", envvar="AGENTZERO_KEY_FILE",
-                     help="0600 file holding a raw 32-byte key (hex/base64)."),
+        typer.Option(
+            "--key-file",
+            envvar="AGENTZERO_KEY_FILE",
+            help="0600 file holding a raw 32-byte key (hex/base64).",
+        ),
     ] = None,
 ) -> None:
     """Credentials: --key-file, or env AGENTZERO_PASSPHRASE / AGENTZERO_DATA_KEY, or a prompt."""
@@ -51,15 +57,17 @@ def _global(
 def init(
     new_key_file: Annotated[
         Path | None,
-        typer.Option("--new-key-file", help="Generate a random key into this new 0600 file "
-                     "and create the store with it."),
+        typer.Option(
+            "--new-key-file",
+            help="Generate a random key into this new 0600 file and create the store with it.",
+        ),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Create an encrypted store in the data dir (never overwrites one)."""
+    from .config import Layout
     from .errors import StoreExistsError
     from .keys import store_exists
-    from .config import Layout
 
     root = data_dir()
     if store_exists(Layout(root)):

@@ -129,14 +129,24 @@ def progress(description: str, total: int | None) -> Iterator[Callable[[int], No
     """
     show = not STATE.json and err.is_terminal
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, disable=not show, transient=False,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not show,
+        transient=False,
     ) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)
+
+        def advance(n: int = 1) -> None:
+            bar.advance(task, n)
+
+        yield advance
 
 
 def setup_logging() -> None:
     """Library log lines (rebuilds, torn tails) go to stderr; never any content."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )

@@ -46,8 +46,9 @@ def _hits_table(hits: list[MemoryHit]) -> None:
     t = Table("#", "score", "ranks", "role", "conversation", "content", show_lines=False)
     for i, h in enumerate(hits, 1):
         ranks = " ".join(f"{k}={v}" for k, v in h.ranks.items())
-        t.add_row(str(i), f"{h.score:.4f}", ranks, h.entry.role, h.entry.conversation_id,
-                  h.entry.content)
+        t.add_row(
+            str(i), f"{h.score:.4f}", ranks, h.entry.role, h.entry.conversation_id, h.entry.content
+        )
     out.print(t)
 
 
@@ -57,8 +58,13 @@ def _entries_table(entries: list[MemoryEntry]) -> None:
         return
     t = Table("created", "role", "conversation", "id", "content")
     for e in entries:
-        t.add_row(e.created_at.isoformat(timespec="seconds") if e.created_at else "", e.role,
-                  e.conversation_id, e.id or "", e.content)
+        t.add_row(
+            e.created_at.isoformat(timespec="seconds") if e.created_at else "",
+            e.role,
+            e.conversation_id,
+            e.id or "",
+            e.content,
+        )
     out.print(t)
 
 
@@ -78,7 +84,9 @@ def append(
     conversation: Annotated[str, typer.Option("--conversation")] = "default",
     org: Annotated[str, typer.Option("--org")] = "default",
     agent: Annotated[str, typer.Option("--agent")] = "default",
-    kind: Annotated[str, typer.Option(help="granted | recalled | self_noted | archived")] = "granted",
+    kind: Annotated[
+        str, typer.Option(help="granted | recalled | self_noted | archived")
+    ] = "granted",
     source: Annotated[str, typer.Option(help="controller | tool | peer | self")] = "controller",
     metadata: Annotated[str, typer.Option(help="JSON object.")] = "{}",
     expires_in: Annotated[float | None, typer.Option(help="Seconds until it expires.")] = None,
@@ -92,8 +100,14 @@ def append(
     except json.JSONDecodeError as exc:
         raise InvalidArgumentError(f"--metadata is not JSON: {exc}") from exc
     entry = MemoryEntry(
-        content=content, role=role, conversation_id=conversation, org_id=org, agent_id=agent,
-        kind=kind, source=source, metadata=meta,  # type: ignore[arg-type]
+        content=content,
+        role=role,
+        conversation_id=conversation,
+        org_id=org,
+        agent_id=agent,
+        kind=kind,
+        source=source,
+        metadata=meta,  # type: ignore[arg-type]
         expires_at=_expiry(expires_in, expires_at),
     )
     with _open(embedder) as store:
@@ -128,8 +142,11 @@ def import_(
 @app.command()
 @cli_command
 def recent(
-    limit: LimitOpt = 20, org: OrgOpt = None, agent: AgentOpt = None,
-    conversation: ConvOpt = None, json_out: JsonOpt = False,
+    limit: LimitOpt = 20,
+    org: OrgOpt = None,
+    agent: AgentOpt = None,
+    conversation: ConvOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """The newest memories in a scope."""
     with _open() as store:
@@ -142,15 +159,25 @@ def recent(
 def recall(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     mode: Annotated[str, typer.Option(help="semantic | keyword | hybrid")] = "hybrid",
-    limit: LimitOpt = 5, org: OrgOpt = None, agent: AgentOpt = None,
-    conversation: ConvOpt = None, embedder: EmbedderOpt = None, json_out: JsonOpt = False,
+    limit: LimitOpt = 5,
+    org: OrgOpt = None,
+    agent: AgentOpt = None,
+    conversation: ConvOpt = None,
+    embedder: EmbedderOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Recall memories by meaning, keywords, or both (RRF fusion)."""
     if mode not in ("semantic", "keyword", "hybrid"):
         raise InvalidArgumentError(f"--mode must be semantic, keyword or hybrid; got {mode!r}")
     with _open(embedder if mode != "keyword" else "none") as store:
-        hits = store.recall(query, limit, mode=mode,  # type: ignore[arg-type]
-                            org_id=org, agent_id=agent, conversation_id=conversation)
+        hits = store.recall(
+            query,
+            limit,
+            mode=mode,  # type: ignore[arg-type]
+            org_id=org,
+            agent_id=agent,
+            conversation_id=conversation,
+        )
     emit(hits, lambda: _hits_table(hits))
 
 
@@ -178,7 +205,9 @@ def delete(entry_id: str, json_out: JsonOpt = False) -> None:
 @app.command()
 @cli_command
 def forget(
-    org: OrgOpt = None, agent: AgentOpt = None, conversation: ConvOpt = None,
+    org: OrgOpt = None,
+    agent: AgentOpt = None,
+    conversation: ConvOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Delete every memory in a scope (at least one of --org/--agent/--conversation)."""
@@ -194,4 +223,3 @@ def gc(json_out: JsonOpt = False) -> None:
     with _open() as store:
         n = store.gc_expired()
     emit({"deleted": n}, lambda: out.print(f"removed {n} expired memories"))
-

@@ -27,12 +27,12 @@ class Sealer:
         self._aead = AESGCM(key)
 
     def seal(self, plaintext: bytes, aad: bytes) -> bytes:
-        """Encrypt and authenticate ``plaintext``, binding ``aad``; a fresh random nonce each call."""
+        """Encrypt and authenticate ``plaintext``, binding ``aad``; fresh random nonce."""
         nonce = secrets.token_bytes(NONCE_BYTES)
         return nonce + self._aead.encrypt(nonce, plaintext, aad)
 
     def open(self, blob: bytes, aad: bytes) -> bytes:
-        """Decrypt ``blob``; raises ``cryptography.exceptions.InvalidTag`` if it or ``aad`` changed."""
+        """Decrypt ``blob``; raises ``InvalidTag`` if it or ``aad`` was changed."""
         if len(blob) < OVERHEAD:
             raise InvalidTag()
         return self._aead.decrypt(blob[:NONCE_BYTES], blob[NONCE_BYTES:], aad)

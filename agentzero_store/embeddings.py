@@ -58,7 +58,9 @@ def as_vector(vector: Any, dim: int) -> Vector:
     if v.ndim != 1 or v.shape[0] != dim:
         raise DimensionMismatchError(f"expected a vector of dimension {dim}, got shape {v.shape}")
     if not np.all(np.isfinite(v)):
-        raise DimensionMismatchError("the vector contains NaN or infinity", hint="check the embedder")
+        raise DimensionMismatchError(
+            "the vector contains NaN or infinity", hint="check the embedder"
+        )
     n = float(np.linalg.norm(v))
     if n == 0.0:
         raise DimensionMismatchError("the vector is all zeros", hint="check the embedder")
@@ -121,7 +123,7 @@ class LocalEmbedder:
                 from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as hf_logging
 
-                hf_logging.disable_progress_bar()  # no tqdm bar on stderr while loading
+                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no tqdm bar on stderr while loading
 
                 model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
             except EmbedderError:
@@ -131,7 +133,7 @@ class LocalEmbedder:
             if model.get_embedding_dimension() != LOCAL_MODEL_DIM:
                 raise EmbedderError("the local model does not produce 384-d vectors")
             self._tokenizer = model.tokenizer
-            self._max_tokens = int(model.max_seq_length)
+            self._max_tokens = int(model.max_seq_length or 256)
             self._model = model
             return model
 
@@ -140,14 +142,23 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, LOCAL_MODEL_DIM), dtype=np.float32)
         model = self._load()
-        lengths = self._tokenizer(list(texts), add_special_tokens=True, truncation=False)["input_ids"]
+        lengths = self._tokenizer(list(texts), add_special_tokens=True, truncation=False)[
+            "input_ids"
+        ]
         self.last_truncated = sum(1 for ids in lengths if len(ids) > self._max_tokens)
         if self.last_truncated:
-            log.info("embedder truncated %d of %d inputs to %d tokens",
-                     self.last_truncated, len(texts), self._max_tokens)
+            log.info(
+                "embedder truncated %d of %d inputs to %d tokens",
+                self.last_truncated,
+                len(texts),
+                self._max_tokens,
+            )
         out = model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return np.ascontiguousarray(out, dtype=np.float32)
 

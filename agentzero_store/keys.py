@@ -109,7 +109,9 @@ def parse_key_text(text: str) -> bytes:
         except ValueError:
             pass
     try:
-        raw = base64.b64decode(t + "=" * (-len(t) % 4), altchars=b"-_" if "-" in t or "_" in t else None, validate=True)
+        raw = base64.b64decode(
+            t + "=" * (-len(t) % 4), altchars=b"-_" if "-" in t or "_" in t else None, validate=True
+        )
     except (binascii.Error, ValueError) as exc:
         raise InvalidKeyError("the key is neither 64 hex digits nor base64") from exc
     if len(raw) != KEY_BYTES:
@@ -254,7 +256,9 @@ def _read_header(layout: Layout) -> dict[str, Any]:
         fmt = header.get("format")
         if fmt != KEYS_FORMAT:
             if isinstance(fmt, str) and fmt.startswith("agentzero-keys/"):
-                raise SchemaVersionError(f"{path} has format {fmt}, this version reads {KEYS_FORMAT}")
+                raise SchemaVersionError(
+                    f"{path} has format {fmt}, this version reads {KEYS_FORMAT}"
+                )
             raise ValueError(f"unknown format {fmt!r}")
         store_id = header["store_id"]
         slots = header["slots"]
@@ -300,7 +304,9 @@ def unlock(layout: Layout, cred: Credential) -> StoreKeys:
         except InvalidTag:
             continue
         except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptStoreError(f"key slot {slot.get('id')!r} is malformed", path=layout.keys) from exc
+            raise CorruptStoreError(
+                f"key slot {slot.get('id')!r} is malformed", path=layout.keys
+            ) from exc
         return StoreKeys(store_id=store_id, master=master)
     if cred.kind not in kinds:
         raise WrongKeyError(

@@ -18,7 +18,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 def exact_top_k(
     matrix: npt.NDArray[np.float32], query: npt.NDArray[np.float32], k: int
 ) -> list[tuple[int, float]]:
-    """Rows of ``matrix`` (normalised) most similar to ``query``: (row index, cosine), best first."""
+    """Rows of ``matrix`` most similar to ``query``: (row index, cosine), best first."""
     if k <= 0 or matrix.shape[0] == 0:
         return []
     scores = matrix @ query

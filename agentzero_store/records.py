@@ -119,9 +119,12 @@ class MemoryHit:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
-        return {"id": self.id, "score": self.score, "ranks": dict(self.ranks), **{
-            k: v for k, v in self.entry.to_dict().items() if k != "id"
-        }}
+        return {
+            "id": self.id,
+            "score": self.score,
+            "ranks": dict(self.ranks),
+            **{k: v for k, v in self.entry.to_dict().items() if k != "id"},
+        }
 
 
 @dataclass(frozen=True)

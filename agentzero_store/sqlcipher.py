@@ -80,7 +80,10 @@ class Database:
         uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
         try:
             conn = sqlcipher3.connect(
-                uri, uri=True, isolation_level=None, check_same_thread=False,
+                uri,
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
                 timeout=busy_timeout_ms / 1000,
             )
         except sqlcipher3.Error as exc:
@@ -96,7 +99,9 @@ class Database:
             if not readonly:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
-                    raise CorruptStoreError(f"could not enable WAL (journal_mode={mode})", path=path)
+                    raise CorruptStoreError(
+                        f"could not enable WAL (journal_mode={mode})", path=path
+                    )
             # FULL: each commit fsyncs the WAL, so an acknowledged write survives power loss.
             conn.execute("PRAGMA synchronous = FULL")
             # Deleted memories are overwritten with zeros, not left in free pages.
@@ -147,7 +152,8 @@ class Database:
         """Run a read query and return all rows."""
         with self._lock:
             try:
-                return self.conn.execute(sql, params).fetchall()
+                rows: list[Any] = self.conn.execute(sql, params).fetchall()
+                return rows
             except sqlcipher3.OperationalError as exc:
                 if "fts5" in str(exc) or "syntax" in str(exc):
                     raise

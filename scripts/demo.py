@@ -54,27 +54,40 @@ def main() -> int:
     console.rule("[bold]agentzero_store demo")
     t0 = time.perf_counter()
     embedder = LocalEmbedder()
-    entries = [MemoryEntry.from_dict(json.loads(line))
-               for line in (FIXTURES / "memories.jsonl").read_text().splitlines() if line]
+    entries = [
+        MemoryEntry.from_dict(json.loads(line))
+        for line in (FIXTURES / "memories.jsonl").read_text().splitlines()
+        if line
+    ]
     with SqliteMemoryStore.open(data_dir, key=key, embedder=embedder) as store:
         store.append_many(entries)
-        console.print(f"created encrypted store [cyan]{data_dir}[/] and appended "
-                      f"{len(entries)} memories ({time.perf_counter() - t0:.1f} s incl. model load)")
+        console.print(
+            f"created encrypted store [cyan]{data_dir}[/] and appended "
+            f"{len(entries)} memories ({time.perf_counter() - t0:.1f} s incl. model load)"
+        )
         scope = {"org_id": "acme", "agent_id": "assistant-1"}
-        show_hits("semantic: 'what can't I eat?' (org acme, agent assistant-1)",
-                  store.recall("what can't I eat?", 3, mode="semantic", **scope))
-        show_hits("keyword: 'Berlin report'",
-                  store.recall("Berlin report", 3, mode="keyword", **scope))
-        show_hits("hybrid: 'when is my trip to Lisbon'",
-                  store.recall("when is my trip to Lisbon", 3, mode="hybrid", **scope))
-        show_hits("hybrid, org globex only: 'trip'",
-                  store.recall("trip", 3, mode="hybrid", org_id="globex"))
+        show_hits(
+            "semantic: 'what can't I eat?' (org acme, agent assistant-1)",
+            store.recall("what can't I eat?", 3, mode="semantic", **scope),
+        )
+        show_hits(
+            "keyword: 'Berlin report'", store.recall("Berlin report", 3, mode="keyword", **scope)
+        )
+        show_hits(
+            "hybrid: 'when is my trip to Lisbon'",
+            store.recall("when is my trip to Lisbon", 3, mode="hybrid", **scope),
+        )
+        show_hits(
+            "hybrid, org globex only: 'trip'",
+            store.recall("trip", 3, mode="hybrid", org_id="globex"),
+        )
     run_rag_demo(data_dir, key, embedder)
 
     texts = [e.content for e in entries]
     leaks = plaintext_hits(data_dir, texts + ["Alfama is the oldest district"])
-    console.print(f"plaintext scan of {data_dir}: [bold]{leaks}[/] of {len(texts) + 1} texts found "
-                  "on disk")
+    console.print(
+        f"plaintext scan of {data_dir}: [bold]{leaks}[/] of {len(texts) + 1} texts found on disk"
+    )
     return 0 if leaks == 0 else 1
 
 

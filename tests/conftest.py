@@ -20,8 +20,13 @@ FAST = StoreConfig(kdf=FAST_KDF_FOR_TESTS)
 @pytest.fixture(autouse=True)
 def _no_credential_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests pass credentials explicitly; a developer's env must not leak in."""
-    for var in ("AGENTZERO_PASSPHRASE", "AGENTZERO_DATA_KEY", "AGENTZERO_KEY_FILE",
-                "AGENTZERO_DATA_DIR", "AGENTZERO_EMBEDDER"):
+    for var in (
+        "AGENTZERO_PASSPHRASE",
+        "AGENTZERO_DATA_KEY",
+        "AGENTZERO_KEY_FILE",
+        "AGENTZERO_DATA_DIR",
+        "AGENTZERO_EMBEDDER",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 

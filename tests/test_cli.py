@@ -16,14 +16,25 @@ from .conftest import tree_digest
 AGENTZERO = str(Path(sys.executable).parent / "agentzero")
 
 
-def run(data_dir: Path, *args: str, passphrase: str = "pw", check: bool = True,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    data_dir: Path,
+    *args: str,
+    passphrase: str = "pw",
+    check: bool = True,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")}
     e["AGENTZERO_PASSPHRASE"] = passphrase
     e["COLUMNS"] = "250"  # rich wraps tables to the terminal width
     e.update(env or {})
-    p = subprocess.run([AGENTZERO, "--data-dir", str(data_dir), *args], capture_output=True,
-                       text=True, env=e, stdin=subprocess.DEVNULL, timeout=120)
+    p = subprocess.run(
+        [AGENTZERO, "--data-dir", str(data_dir), *args],
+        capture_output=True,
+        text=True,
+        env=e,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
     if check and p.returncode != 0:
         raise AssertionError(f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}")
     return p
@@ -36,16 +47,44 @@ def js(p: subprocess.CompletedProcess[str]) -> Any:
 def test_memory_round_trip(data_dir: Path) -> None:
     assert js(run(data_dir, "init", "--json"))["created"] is True
     ids = []
-    for text, conv in [("the blue notebook is in the attic", "c1"),
-                       ("buy a green notebook for school", "c2"),
-                       ("call the plumber on monday", "c1")]:
-        ids.append(js(run(data_dir, "memory", "append", text, "--conversation", conv,
-                          "--org", "o1", "--embedder", "none", "--json"))["id"])
+    for text, conv in [
+        ("the blue notebook is in the attic", "c1"),
+        ("buy a green notebook for school", "c2"),
+        ("call the plumber on monday", "c1"),
+    ]:
+        ids.append(
+            js(
+                run(
+                    data_dir,
+                    "memory",
+                    "append",
+                    text,
+                    "--conversation",
+                    conv,
+                    "--org",
+                    "o1",
+                    "--embedder",
+                    "none",
+                    "--json",
+                )
+            )["id"]
+        )
     hits = js(run(data_dir, "memory", "recall", "notebook", "--mode", "keyword", "--json"))
     assert {h["id"] for h in hits} == {ids[0], ids[1]}
     assert all("score" in h and h["ranks"]["keyword"] >= 1 for h in hits)
-    scoped = js(run(data_dir, "memory", "recall", "notebook", "--mode", "keyword",
-                    "--conversation", "c2", "--json"))
+    scoped = js(
+        run(
+            data_dir,
+            "memory",
+            "recall",
+            "notebook",
+            "--mode",
+            "keyword",
+            "--conversation",
+            "c2",
+            "--json",
+        )
+    )
     assert [h["id"] for h in scoped] == [ids[1]]
     recent = js(run(data_dir, "memory", "recent", "--limit", "2", "--json"))
     assert [r["id"] for r in recent] == [ids[2], ids[1]]
@@ -60,8 +99,21 @@ def test_import_and_semantic_recall_with_local_model(data_dir: Path) -> None:
     fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "memories.jsonl"
     run(data_dir, "init")
     assert js(run(data_dir, "memory", "import", str(fixtures), "--json"))["imported"] == 24
-    hits = js(run(data_dir, "memory", "recall", "what food am I allergic to", "--mode", "hybrid",
-                  "--org", "acme", "--limit", "2", "--json"))
+    hits = js(
+        run(
+            data_dir,
+            "memory",
+            "recall",
+            "what food am I allergic to",
+            "--mode",
+            "hybrid",
+            "--org",
+            "acme",
+            "--limit",
+            "2",
+            "--json",
+        )
+    )
     assert "peanut" in hits[0]["content"]
     assert all(h["org_id"] == "acme" for h in hits)
 
@@ -81,8 +133,9 @@ def test_errors_are_typed_with_hints_and_exit_codes(data_dir: Path) -> None:
     assert p.returncode == 4 and "already exists" in p.stderr
     p = run(data_dir, "memory", "get", "nope", "--json", check=False)
     assert p.returncode == 4 and js(p)["error"] == "not_found"
-    p = run(data_dir, "memory", "append", "y", "--metadata", "{bad", "--embedder", "none",
-            check=False)
+    p = run(
+        data_dir, "memory", "append", "y", "--metadata", "{bad", "--embedder", "none", check=False
+    )
     assert p.returncode == 2 and "metadata" in p.stderr
     p = run(data_dir, "memory", "forget", check=False)
     assert p.returncode == 2
@@ -92,11 +145,25 @@ def test_key_file_credential(tmp_path: Path, data_dir: Path) -> None:
     kf = tmp_path / "store.key"
     run(data_dir, "init", "--new-key-file", str(kf), passphrase="")
     assert kf.stat().st_mode & 0o777 == 0o600
-    p = subprocess.run([AGENTZERO, "--data-dir", str(data_dir), "--key-file", str(kf), "memory",
-                        "append", "via key file", "--embedder", "none", "--json"],
-                       capture_output=True, text=True, timeout=60,
-                       env={k: v for k, v in os.environ.items()
-                            if not k.startswith("AGENTZERO_")})
+    p = subprocess.run(
+        [
+            AGENTZERO,
+            "--data-dir",
+            str(data_dir),
+            "--key-file",
+            str(kf),
+            "memory",
+            "append",
+            "via key file",
+            "--embedder",
+            "none",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")},
+    )
     assert p.returncode == 0, p.stderr
     p = run(data_dir, "memory", "recent", passphrase="not-the-key", check=False)
     assert p.returncode == 3 and "key, not a passphrase" in p.stderr

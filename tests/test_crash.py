@@ -42,8 +42,11 @@ def test_kill9_during_append_loses_no_acknowledged_entry(tmp_path: Path, run: in
     data_dir = tmp_path / "d"
     key = os.urandom(32)
     SqliteMemoryStore.open(data_dir, key=key, config=FAST).close()
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(data_dir), key.hex(), str(run)],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(data_dir), key.hex(), str(run)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdout is not None
     acked: list[str] = []
     first = child.stdout.readline()  # wait until it is really appending
@@ -52,8 +55,9 @@ def test_kill9_during_append_loses_no_acknowledged_entry(tmp_path: Path, run: in
     os.kill(child.pid, signal.SIGKILL)
     rest = child.stdout.read()
     child.wait()
-    acked += [i for line in rest.splitlines(keepends=True) if line.endswith("\n")
-              for i in line.split()]
+    acked += [
+        i for line in rest.splitlines(keepends=True) if line.endswith("\n") for i in line.split()
+    ]
     assert acked
     s = SqliteMemoryStore.open(data_dir, key=key, config=FAST)
     missing = [i for i in acked if s.get(i) is None]

@@ -35,9 +35,17 @@ class Clock:
 
 def test_round_trip_all_fields(store: SqliteMemoryStore) -> None:
     exp = datetime.now(UTC) + timedelta(days=3)
-    e = MemoryEntry(content="Remember: the launch is on Tuesday", role="assistant",
-                    conversation_id="c1", org_id="o1", agent_id="a1", expires_at=exp,
-                    kind="self_noted", source="tool", metadata={"tags": ["launch"], "n": 1})
+    e = MemoryEntry(
+        content="Remember: the launch is on Tuesday",
+        role="assistant",
+        conversation_id="c1",
+        org_id="o1",
+        agent_id="a1",
+        expires_at=exp,
+        kind="self_noted",
+        source="tool",
+        metadata={"tags": ["launch"], "n": 1},
+    )
     eid = store.append_with_embedding(e, rand_vectors(1)[0])
     got = store.get(eid)
     assert got is not None
@@ -96,9 +104,12 @@ def test_text_recall_without_embedder_is_a_typed_error(store: SqliteMemoryStore)
 
 def test_semantic_recall_is_exact_and_scoped(store: SqliteMemoryStore) -> None:
     vecs = rand_vectors(60)
-    ids = [store.append_with_embedding(
-        MemoryEntry(content=f"m{i}", org_id=f"o{i % 3}", agent_id=f"a{i % 2}"), vecs[i])
-        for i in range(60)]
+    ids = [
+        store.append_with_embedding(
+            MemoryEntry(content=f"m{i}", org_id=f"o{i % 3}", agent_id=f"a{i % 2}"), vecs[i]
+        )
+        for i in range(60)
+    ]
     hits = store.semantic_recall(vecs[7], 5, org_id="o1")
     assert hits[0].id == ids[7] and hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert all(h.entry.org_id == "o1" for h in hits)
@@ -115,7 +126,9 @@ def test_keyword_recall_is_bm25(store: SqliteMemoryStore) -> None:
     store.append(MemoryEntry(content="nothing relevant at all"))
     hits = store.keyword_recall("Roses?", 10)
     assert [h.entry.content for h in hits][:2] == [
-        "roses roses roses everywhere in the rose garden", "the garden has roses"]
+        "roses roses roses everywhere in the rose garden",
+        "the garden has roses",
+    ]
     assert hits[0].score > hits[1].score > 0
     # FTS5 syntax in user text is quoted, never interpreted.
     assert store.keyword_recall('roses" OR "tulips', 10)
@@ -127,8 +140,7 @@ def test_rrf_fusion_hand_checked() -> None:
     # a: sem 1, kw 3 -> 1/61 + 1/63 = 0.032266; b: sem 2 -> 1/62 = 0.016129
     # c: kw 1, sem 3 -> 1/61 + 1/63 (ties a; a's best rank 1 == c's best rank 1; a first seen)
     # d: kw 2 -> 1/62 ; e: only sem 4 -> 1/64
-    fused = rrf_fuse({"semantic": ["a", "b", "c", "e"], "keyword": ["c", "d", "a"]}, k=60,
-                     limit=10)
+    fused = rrf_fuse({"semantic": ["a", "b", "c", "e"], "keyword": ["c", "d", "a"]}, k=60, limit=10)
     assert [f.key for f in fused] == ["a", "c", "b", "d", "e"]
     assert fused[0].score == pytest.approx(1 / 61 + 1 / 63)
     assert fused[2].score == pytest.approx(1 / 62)
@@ -159,14 +171,18 @@ def test_expiry_hides_rows_and_gc_removes_them(data_dir: Path) -> None:
     clock = Clock()
     s = SqliteMemoryStore.open(data_dir, passphrase=PASSPHRASE, config=FAST, clock=clock)
     v = rand_vectors(2)
-    soon = s.append_with_embedding(MemoryEntry(
-        content="ephemeral pancake", expires_at=clock.now + timedelta(minutes=5)), v[0])
+    soon = s.append_with_embedding(
+        MemoryEntry(content="ephemeral pancake", expires_at=clock.now + timedelta(minutes=5)), v[0]
+    )
     keep = s.append_with_embedding(MemoryEntry(content="lasting pancake"), v[1])
     assert {h.id for h in s.keyword_recall("pancake", 5)} == {soon, keep}
     clock.now += timedelta(minutes=5)
     assert s.get(soon) is None
-    for hits in (s.keyword_recall("pancake", 5), s.semantic_recall(v[0], 5),
-                 s.hybrid_recall("pancake", v[0], 5)):
+    for hits in (
+        s.keyword_recall("pancake", 5),
+        s.semantic_recall(v[0], 5),
+        s.hybrid_recall("pancake", v[0], 5),
+    ):
         assert [h.id for h in hits] == [keep]
     assert [e.id for e in s.recent()] == [keep]
     assert s.gc_expired() == 1 and s.gc_expired() == 0
@@ -175,9 +191,12 @@ def test_expiry_hides_rows_and_gc_removes_them(data_dir: Path) -> None:
 
 def test_delete_and_forget(store: SqliteMemoryStore) -> None:
     v = rand_vectors(6)
-    ids = [store.append_with_embedding(MemoryEntry(
-        content=f"walrus fact {i}", conversation_id=f"c{i % 2}", org_id="o"), v[i])
-        for i in range(6)]
+    ids = [
+        store.append_with_embedding(
+            MemoryEntry(content=f"walrus fact {i}", conversation_id=f"c{i % 2}", org_id="o"), v[i]
+        )
+        for i in range(6)
+    ]
     assert store.delete(ids[0]) and not store.delete(ids[0])
     assert store.get(ids[0]) is None
     assert store.forget(conversation_id="c1") == 3
@@ -221,13 +240,19 @@ def test_future_schema_is_refused(data_dir: Path) -> None:
 
 
 def test_local_embedder_recall(data_dir: Path, local_embedder) -> None:  # type: ignore[no-untyped-def]
-    s = SqliteMemoryStore.open(data_dir, passphrase=PASSPHRASE, config=FAST,
-                               embedder=local_embedder)
-    s.append_many([MemoryEntry(content=t) for t in (
-        "My sister's birthday is on the 4th of March",
-        "The car needs new winter tyres",
-        "I prefer oat milk in my coffee",
-    )])
+    s = SqliteMemoryStore.open(
+        data_dir, passphrase=PASSPHRASE, config=FAST, embedder=local_embedder
+    )
+    s.append_many(
+        [
+            MemoryEntry(content=t)
+            for t in (
+                "My sister's birthday is on the 4th of March",
+                "The car needs new winter tyres",
+                "I prefer oat milk in my coffee",
+            )
+        ]
+    )
     assert s.recall("what do I put in coffee?", 1)[0].entry.content.startswith("I prefer oat")
     hits = s.recall("when is the birthday", 2, mode="hybrid")
     assert hits[0].entry.content.startswith("My sister")
