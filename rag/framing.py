@@ -1,0 +1,205 @@
+"""The on-disk line format of the document log: envelope, checksum, associated data.
+
+A log file is JSON Lines. Line 1 is the header, every later line one record::
+
+    {"format":"agentzero-doclog/1","gen":"<32 hex>","seq":0,"ct":"<b64>","crc":"<8 hex>"}
+    {"seq":1,"ct":"<base64 of nonce || AES-256-GCM ciphertext+tag>","crc":"<8 hex>"}
+
+Why only ``seq`` is in the clear: document ids are often file paths, titles and metadata
+are user data, so the id, the operation (upsert/delete) and everything else are sealed.
+The plaintext keeps just what is needed to check order and damage *before* decrypting:
+``seq`` and a CRC-32 of every other byte of the line. The generation id of the header is
+a random number, not user data; it is in the clear so ``salvage`` can still authenticate
+records when the rest of the header is damaged. (Ciphertext length still reveals the
+approximate size of each document; we do not pad.)
+
+Associated data (AAD) binds each record to ``store id | generation | seq``. The doc id is
+inside the authenticated plaintext, so it is bound as well. Hence a line copied from
+another store, from an older generation of this log (before a compaction), or moved to
+another position (swapped, duplicated, seq rewritten with a fixed-up CRC) fails
+authentication.
+
+The CRC tells *damage* from *tampering*: CRC bad = bytes damaged (disk, torn write);
+CRC good but authentication fails = a deliberate edit, or a record from elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import secrets
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from cryptography.exceptions import InvalidTag
+
+from agentzero_store.crypto import Sealer
+from agentzero_store.errors import SchemaVersionError
+from agentzero_store.keys import StoreKeys
+
+from .records import Entry, LogHeader, decode_entry, decode_header, encode_entry, encode_header
+
+FORMAT = "agentzero-doclog/1"
+FORMAT_PREFIX = "agentzero-doclog/"
+_GEN_RE = re.compile(r"[0-9a-f]{32}")
+_LINE_RE = re.compile(rb'(\{.*),"crc":"([0-9a-f]{8})"\}', re.DOTALL)
+
+
+class DamagedLine(ValueError):
+    """A line that is not a well-formed envelope or whose CRC does not match. Internal."""
+
+
+def new_generation() -> str:
+    """A fresh random generation id (128 bits, hex)."""
+    return secrets.token_hex(16)
+
+
+def record_aad(store_id: str, generation: str, seq: int) -> bytes:
+    """Associated data of record ``seq``: binds the store, the log generation and the position."""
+    return f"{FORMAT}|record|{store_id}|{generation}|{seq}".encode()
+
+
+def header_aad(store_id: str, generation: str) -> bytes:
+    """Associated data of the header line."""
+    return f"{FORMAT}|header|{store_id}|{generation}|0".encode()
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A parsed, CRC-checked envelope (not yet authenticated)."""
+
+    seq: int
+    blob: bytes
+    generation: str | None = None  # set on the header line only
+
+    @property
+    def is_header(self) -> bool:
+        """True for the header envelope (line 1)."""
+        return self.generation is not None
+
+
+def _with_crc(body: bytes) -> bytes:
+    crc = zlib.crc32(body)
+    return body[:-1] + b',"crc":"%08x"}' % crc
+
+
+def encode_frame(frame: Frame) -> bytes:
+    """The line for ``frame``, without its newline."""
+    ct = base64.b64encode(frame.blob).decode("ascii")
+    if frame.generation is not None:
+        body = {"format": FORMAT, "gen": frame.generation, "seq": 0, "ct": ct}
+    else:
+        body = {"seq": frame.seq, "ct": ct}
+    return _with_crc(json.dumps(body, separators=(",", ":")).encode("ascii"))
+
+
+def parse_frame(line: bytes) -> Frame:
+    """Parse and CRC-check one line (without newline). Raises ``DamagedLine``.
+
+    Only the exact bytes ``encode_frame`` writes are accepted, so there is one
+    encoding per record and nothing else can hide in a line.
+    """
+    m = _LINE_RE.fullmatch(line)
+    if m is None:
+        raise DamagedLine("not a log line")
+    body = m[1] + b"}"
+    if zlib.crc32(body) != int(m[2], 16):
+        raise DamagedLine("checksum mismatch")
+    try:
+        obj = json.loads(body)
+        if not isinstance(obj, dict) or not isinstance(obj.get("seq"), int):
+            raise ValueError("no seq")
+        blob = base64.b64decode(obj["ct"], validate=True)
+        gen = obj.get("gen")
+        frame = Frame(seq=obj["seq"], blob=blob, generation=gen if isinstance(gen, str) else None)
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+        raise DamagedLine(f"malformed envelope: {exc}") from exc
+    if frame.is_header and (obj.get("format") != FORMAT or not _GEN_RE.fullmatch(str(gen))):
+        raise DamagedLine("malformed header envelope")
+    if encode_frame(frame) != line:
+        raise DamagedLine("non-canonical envelope")
+    return frame
+
+
+def check_format(line: bytes) -> None:
+    """Raise ``SchemaVersionError`` if ``line`` is the header of a newer log format."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return
+    fmt = obj.get("format") if isinstance(obj, dict) else None
+    if isinstance(fmt, str) and fmt != FORMAT and fmt.startswith(FORMAT_PREFIX):
+        raise SchemaVersionError(f"document log format {fmt}; this version reads {FORMAT}")
+
+
+def find_generation(line: bytes) -> str | None:
+    """Best effort: the plaintext generation id of a (possibly damaged) header line."""
+    m = re.search(rb'"gen":"([0-9a-f]{32})"', line)
+    return m[1].decode("ascii") if m else None
+
+
+class LogCodec:
+    """Seals and opens the lines of one store's document logs."""
+
+    def __init__(self, keys: StoreKeys) -> None:
+        self.store_id = keys.store_id
+        self._sealer = Sealer(keys.documents_key)
+
+    def header_line(self, header: LogHeader) -> bytes:
+        """A complete header line (with newline)."""
+        blob = self._sealer.seal(
+            encode_header(header), header_aad(self.store_id, header.generation)
+        )
+        return encode_frame(Frame(seq=0, blob=blob, generation=header.generation)) + b"\n"
+
+    def record_line(self, generation: str, seq: int, entry: Entry) -> bytes:
+        """A complete record line (with newline)."""
+        blob = self._sealer.seal(encode_entry(entry), record_aad(self.store_id, generation, seq))
+        return encode_frame(Frame(seq=seq, blob=blob)) + b"\n"
+
+    def open_header(self, frame: Frame) -> LogHeader:
+        """Authenticate and decode a header. Raises ``InvalidTag`` / ``PayloadError``."""
+        if frame.generation is None:
+            raise InvalidTag()
+        pt = self._sealer.open(frame.blob, header_aad(self.store_id, frame.generation))
+        return decode_header(pt, frame.generation)
+
+    def open_record(self, generation: str, frame: Frame) -> Entry:
+        """Authenticate and decode a record. Raises ``InvalidTag`` / ``PayloadError``."""
+        pt = self._sealer.open(frame.blob, record_aad(self.store_id, generation, frame.seq))
+        return decode_entry(pt)
+
+    def encode_log(self, header: LogHeader, entries: list[Entry]) -> bytes:
+        """A whole log file: header, then ``entries`` as seqs 1..N (for atomic rewrites)."""
+        parts = [self.header_line(header)]
+        parts += [self.record_line(header.generation, i, e) for i, e in enumerate(entries, 1)]
+        return b"".join(parts)
+
+
+@dataclass(frozen=True)
+class RawLine:
+    """One line as found in the file: where it starts and whether a newline ended it."""
+
+    lineno: int  # 1-based; the header is line 1
+    offset: int  # byte offset of the line's first byte
+    data: bytes  # without the newline
+    complete: bool  # False only for a last line with no newline (a torn append)
+
+    @property
+    def end(self) -> int:
+        """Offset just past this line (including its newline)."""
+        return self.offset + len(self.data) + (1 if self.complete else 0)
+
+
+def iter_raw_lines(f: BinaryIO) -> Iterator[RawLine]:
+    """Stream the lines of an open file, tracking byte offsets."""
+    offset = 0
+    for lineno, raw in enumerate(f, 1):
+        complete = raw.endswith(b"\n")
+        data = raw[:-1] if complete else raw
+        yield RawLine(lineno, offset, data, complete)
+        offset += len(raw)

@@ -1,0 +1,467 @@
+"""The sealed, append-only document log (``rag/index.jsonl``): the document store's truth.
+
+Line format, AAD and why only ``seq`` is in the clear: see ``rag.framing``.
+
+Replay rules (on open):
+
+* Every complete line (ending in ``\\n``) is checked: envelope + CRC, seq = previous + 1,
+  AES-GCM authentication, payload decoding. Any failure raises ``CorruptStoreError``
+  (``TamperedRecordError`` when the CRC is fine but authentication fails) naming the file,
+  line and byte offset. Nothing is modified: fail closed, then ``rag.salvage`` on request.
+* Bytes after the last newline are a torn append (we write ``line + \\n`` in one write, and
+  a crash loses a suffix of it). They were never acknowledged: they are cut off with a
+  ``TornTailWarning`` and every record before them survives.
+* A *complete* last line with a bad CRC is corruption, not a torn write (as in LevelDB):
+  the newline is the last byte of the write, so a line that ends in one is a line we
+  acknowledged or someone edited. Refusing to open is recoverable (salvage); silently
+  dropping an acknowledged record is not.
+
+Generations: the header (line 1) carries a random generation id that is bound into every
+record's AAD. ``compact`` writes a new generation with renumbered seqs, so a derived index
+must store ``(generation, covered seq)`` and rebuild when the generation differs;
+``changes_since`` raises ``StaleFeedError`` for positions the generation cannot serve.
+
+One writer at a time: a read-write open takes an exclusive ``flock`` on
+``index.jsonl.lock``; ``readonly=True`` opens take no lock, never write, and read the file
+as it was when opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+
+from agentzero_store.errors import (
+    CorruptStoreError,
+    InvalidArgumentError,
+    StoreClosedError,
+    StoreIOError,
+    StoreNotFoundError,
+    TamperedRecordError,
+)
+from agentzero_store.fileio import (
+    DEFAULT_IO,
+    AppendFile,
+    FileIO,
+    atomic_write,
+    cleanup_temp_files,
+    translate_os_errors,
+)
+from agentzero_store.keys import StoreKeys
+
+from .framing import LogCodec, RawLine, new_generation
+from .migrate import is_legacy, migrate_legacy_log
+from .records import (
+    Change,
+    Delete,
+    DocumentRecord,
+    Entry,
+    LogHeader,
+    Op,
+    StaleFeedError,
+    Tombstone,
+    Upsert,
+    content_hash,
+    utcnow,
+)
+from .replay import LineChecker, Slot, apply_change, replay
+
+logger = logging.getLogger(__name__)
+
+
+class TornTailWarning(UserWarning):
+    """An unacknowledged, partially written last line was cut off on open."""
+
+
+class DocumentLog:
+    """The open document log. Use ``DocumentLog.open``; close it (or use ``with``)."""
+
+    def __init__(
+        self, path: Path, keys: StoreKeys, io: FileIO, clock: Callable[[], datetime], readonly: bool
+    ) -> None:
+        self.path = path
+        self.readonly = readonly
+        self._codec = LogCodec(keys)
+        self._checker = LineChecker(path, self._codec)
+        self._io = io
+        self._clock = clock
+        self._mutex = threading.Lock()
+        self._lock_fd: int | None = None
+        self._rfd: int | None = None
+        self._file: AppendFile | None = None
+        self._broken = False
+        self._closed = False
+        self._header: LogHeader | None = None
+        self._slots: list[Slot] = []  # index seq-1
+        self._live: dict[str, int] = {}  # doc id -> seq of its latest upsert
+        self._size = 0  # end of the last good line
+
+    @classmethod
+    def open(
+        cls,
+        path: Path | str,
+        keys: StoreKeys,
+        *,
+        io: FileIO = DEFAULT_IO,
+        create: bool = True,
+        readonly: bool = False,
+        migrate_legacy: bool = True,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> DocumentLog:
+        """Open (creating, migrating or repairing a torn tail as needed) and replay the log.
+
+        Raises ``StoreNotFoundError`` if it is missing and ``create`` is false (or
+        ``readonly``), ``CorruptStoreError``/``TamperedRecordError`` for damage before the
+        tail, ``SchemaVersionError`` for a newer format, ``StoreIOError`` if another
+        process holds the writer lock. ``migrate_legacy`` seals a plaintext legacy log in
+        place (``rag.migrate``); turn it off where the data dir may be written by others.
+        """
+        log = cls(Path(path), keys, io, clock, readonly)
+        try:
+            log._open(create=create, migrate_legacy=migrate_legacy)
+        except BaseException:
+            log.close()
+            raise
+        return log
+
+    # ----------------------------------------------------------------- open / replay
+
+    def _open(self, *, create: bool, migrate_legacy: bool) -> None:
+        if not self.path.exists() and (self.readonly or not create):
+            raise StoreNotFoundError(f"no document log at {self.path}")
+        if not self.readonly:
+            with translate_os_errors("creating", self.path.parent):
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._lock_fd = _acquire_writer_lock(self.path, self._io)
+            # Only the lock holder may do this: a crash inside atomic_write can leave a
+            # (sealed) temp file beside the log; no other writer can be mid-rename now.
+            cleanup_temp_files(self.path.parent)
+        if not self.path.exists():
+            header = LogHeader(new_generation(), self._clock(), "new")
+            # Created whole by atomic_write, so a log never exists without its header.
+            atomic_write(self.path, self._codec.encode_log(header, []), io=self._io)
+        elif is_legacy(self.path):
+            if self.readonly or not migrate_legacy:
+                raise CorruptStoreError(
+                    "the document log is a plaintext legacy log",
+                    path=self.path,
+                    hint="open it read-write with migrate_legacy=True to seal it",
+                )
+            migrate_legacy_log(self.path, self._codec, io=self._io, clock=self._clock)
+        self._load()
+
+    def _load(self) -> None:
+        """Replay the whole file into memory (ids and offsets only; texts stay on disk)."""
+        with translate_os_errors("opening", self.path):
+            self._rfd = os.open(self.path, os.O_RDONLY)
+        with open(self._rfd, "rb", closefd=False) as f:
+            state = replay(f, self._checker)
+        if not self.readonly:
+            self._file = AppendFile(self.path, io=self._io)
+            if state.torn is not None:
+                # Cut only after every earlier line verified: on damage we fail closed
+                # with the file untouched. The torn bytes were never acknowledged (the
+                # fsync of their append did not return), so dropping them loses nothing.
+                msg = (
+                    f"{self.path}: dropping a torn last line ({len(state.torn.data)} bytes "
+                    f"at offset {state.torn.offset}) left by an interrupted append"
+                )
+                logger.warning(msg)
+                warnings.warn(msg, TornTailWarning, stacklevel=4)
+                self._file.truncate(state.size)
+        self._header, self._slots, self._live = state.header, state.slots, state.live
+        self._size = state.size
+
+    # ----------------------------------------------------------------- reads
+
+    @property
+    def header(self) -> LogHeader:
+        """The header of the current generation."""
+        self._check_open()
+        assert self._header is not None
+        return self._header
+
+    @property
+    def generation(self) -> str:
+        """Random id of this log file; changes on compact. Sidecars store it with their seq."""
+        return self.header.generation
+
+    @property
+    def store_id(self) -> str:
+        """The store id bound into every record."""
+        return self._codec.store_id
+
+    @property
+    def seq(self) -> int:
+        """The last seq written (0 for an empty log)."""
+        return len(self._slots)
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._live
+
+    def ids(self) -> list[str]:
+        """Ids of the live documents, in the order they were last written."""
+        return list(self._live)
+
+    def seq_of(self, doc_id: str) -> int | None:
+        """The seq of the upsert that wrote the live version of ``doc_id``, or None."""
+        return self._live.get(doc_id)
+
+    def get(self, doc_id: str) -> DocumentRecord | None:
+        """The live version of ``doc_id`` (read and authenticated from disk), or None."""
+        seq = self._live.get(doc_id)
+        if seq is None:
+            return None
+        entry = self._read_entry(seq)
+        assert isinstance(entry, DocumentRecord)
+        return entry
+
+    def iter_live(self) -> Iterator[tuple[int, DocumentRecord]]:
+        """``(seq, record)`` of every live document, oldest write first (for rebuilds)."""
+        self._check_open()
+        generation = self.generation
+        for seq in list(self._live.values()):  # dict order is last-write order
+            self._check_generation(generation)
+            entry = self._read_entry(seq)
+            assert isinstance(entry, DocumentRecord)
+            yield seq, entry
+
+    def changes_since(self, seq: int) -> Iterator[Change]:
+        """Every change with a seq greater than ``seq``, oldest first.
+
+        Yields ``Change(seq, op, doc_id, record)``: ``op`` is ``"upsert"`` (``record`` is
+        that version, even if a later change replaced it) or ``"delete"`` (``record`` is
+        None). Raises ``StaleFeedError`` if ``seq`` is beyond the log (the caller's
+        position came from another generation or a lost log) or if the log is compacted
+        while iterating.
+        """
+        self._check_open()
+        if not isinstance(seq, int) or seq < 0:
+            raise InvalidArgumentError("seq must be a non-negative integer")
+        if seq > self.seq:
+            raise StaleFeedError(f"position {seq} is beyond the end of the log (seq {self.seq})")
+        return self._changes(seq, self.generation, self._slots[seq:])
+
+    def _changes(self, start: int, generation: str, slots: list[Slot]) -> Iterator[Change]:
+        for seq, slot in enumerate(slots, start + 1):
+            self._check_generation(generation)
+            record = None
+            if slot.op == "upsert":
+                entry = self._read_entry(seq)
+                assert isinstance(entry, DocumentRecord)
+                record = entry
+            yield Change(seq, slot.op, slot.doc_id, record)
+
+    def _read_entry(self, seq: int) -> Entry:
+        # Re-read and re-authenticate: the file may have changed since replay, and
+        # keeping every text in memory would cost as much RAM as the log.
+        self._check_open()
+        slot = self._slots[seq - 1]
+        with translate_os_errors("reading", self.path):
+            assert self._rfd is not None
+            data = os.pread(self._rfd, slot.length + 1, slot.offset)
+        raw = RawLine(seq + 1, slot.offset, data[:-1], data.endswith(b"\n"))
+        entry = self._checker.record(raw, self.generation, expected_seq=seq)
+        if entry.id != slot.doc_id:
+            what = "record changed on disk since it was replayed"
+            raise self._checker.error(TamperedRecordError, what, raw)
+        return entry
+
+    def _check_generation(self, generation: str) -> None:
+        if self._header is None or self._header.generation != generation:
+            raise StaleFeedError("the log was compacted during iteration; restart from seq 0")
+
+    # ----------------------------------------------------------------- writes
+
+    def upsert(
+        self,
+        doc_id: str,
+        text: str,
+        *,
+        title: str | None = None,
+        source_path: str | None = None,
+        metadata: dict[str, object] | None = None,
+    ) -> Change:
+        """Durably store a document version; returns its change (seq and sealed record)."""
+        op = Upsert(doc_id, text, title=title, source_path=source_path, metadata=metadata or {})
+        change = self.append_many([op])[0]
+        assert change is not None
+        return change
+
+    def delete(self, doc_id: str) -> Change | None:
+        """Durably delete ``doc_id`` (a tombstone with its own seq); None if it is not live."""
+        return self.append_many([Delete(doc_id)])[0]
+
+    def append_many(self, ops: Iterable[Upsert | Delete]) -> list[Change | None]:
+        """Apply ``ops`` in order with ONE write and ONE fsync (group commit).
+
+        Returns one entry per op: its ``Change``, or None for a delete of an id that is
+        not live (nothing written). Durable when it returns. Not a transaction: after a
+        crash *during* the call, a prefix of the batch may survive (never acknowledged).
+        """
+        ops = list(ops)
+        with self._mutex:
+            self._check_writable()
+            assert self._file is not None
+            now = self._clock()
+            generation = self.generation
+            batch: dict[str, datetime | None] = {}  # id -> created_at, None = deleted
+            lines: list[bytes] = []
+            slots: list[Slot] = []
+            out: list[Change | None] = []
+            offset = self._size
+            for op in ops:
+                entry: Entry
+                if isinstance(op, Upsert):
+                    created = self._created_at(op.id, batch) or now
+                    entry = DocumentRecord(
+                        id=op.id,
+                        text=op.text,
+                        content_hash=content_hash(op.text),
+                        created_at=created,
+                        updated_at=now,
+                        title=op.title,
+                        source_path=op.source_path,
+                        metadata=op.metadata,
+                    )
+                    batch[op.id] = created
+                elif isinstance(op, Delete):
+                    if not (batch[op.id] is not None if op.id in batch else op.id in self._live):
+                        out.append(None)
+                        continue
+                    entry = Tombstone(op.id, now)
+                    batch[op.id] = None
+                else:
+                    raise InvalidArgumentError(f"not an Upsert or Delete: {type(op).__name__}")
+                seq = self.seq + len(slots) + 1
+                line = self._codec.record_line(generation, seq, entry)
+                kind: Op = "upsert" if isinstance(entry, DocumentRecord) else "delete"
+                slots.append(Slot(offset, len(line) - 1, kind, op.id))
+                lines.append(line)
+                offset += len(line)
+                out.append(
+                    Change(seq, kind, op.id, entry if isinstance(entry, DocumentRecord) else None)
+                )
+            if lines:
+                self._append(b"".join(lines))
+                # Acknowledged (fsynced): only now does memory reflect the new records.
+                for slot in slots:
+                    self._slots.append(slot)
+                    apply_change(self._live, slot.op, slot.doc_id, len(self._slots))
+                self._size = offset
+            return out
+
+    def _created_at(self, doc_id: str, batch: dict[str, datetime | None]) -> datetime | None:
+        if doc_id in batch:
+            return batch[doc_id]
+        current = self.get(doc_id)
+        return current.created_at if current is not None else None
+
+    def _append(self, data: bytes) -> None:
+        assert self._file is not None
+        try:
+            # One write + one fsync for the whole batch: durable before we acknowledge.
+            self._file.append(data)
+        except StoreIOError:
+            try:
+                # Cut back whatever part of the batch reached the file, so the next
+                # append does not follow a half line or reuse a seq that is on disk.
+                self._file.truncate(self._size)
+            except StoreIOError:
+                # Unknown tail: refuse further writes; reopening replays and repairs it.
+                self._broken = True
+            raise
+
+    def compact(self) -> str:
+        """Rewrite the log with only the live documents (seqs 1..N) as a new generation.
+
+        Atomic (``atomic_write``): a crash leaves the old log or the new one. Returns the
+        new generation id; derived indexes built on the old one must rebuild.
+        """
+        with self._mutex:
+            self._check_writable()
+            entries = [self._read_entry(seq) for seq in sorted(self._live.values())]
+            header = LogHeader(new_generation(), self._clock(), "compact")
+            atomic_write(self.path, self._codec.encode_log(header, entries), io=self._io)
+            # Our descriptors point at the replaced file: reopen and replay the new one.
+            self._close_files()
+            try:
+                self._load()
+            except BaseException:
+                self._broken = True
+                raise
+            return header.generation
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("the document log is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.readonly:
+            raise InvalidArgumentError("the document log was opened read-only")
+        if self._broken:
+            raise StoreIOError(
+                "an earlier write failed and could not be rolled back",
+                hint="close and reopen the document log; acknowledged writes are intact",
+            )
+
+    def _close_files(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._rfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._rfd)
+            self._rfd = None
+
+    def close(self) -> None:
+        """Close the files and release the writer lock. Idempotent."""
+        self._close_files()
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                self._io.close(self._lock_fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
+        self._closed = True
+
+    def __enter__(self) -> DocumentLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"DocumentLog({str(self.path)!r}, seq={self.seq}, live={len(self._live)})"
+
+
+def _acquire_writer_lock(path: Path, io: FileIO) -> int:
+    lock_path = path.with_name(path.name + ".lock")
+    with translate_os_errors("locking", lock_path):
+        fd = io.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        io.close(fd)
+        raise StoreIOError(
+            f"the document log {path} is open for writing elsewhere ({exc.strerror})",
+            hint="close the other agentzero process, or open the log read-only",
+        ) from exc
+    return fd

@@ -1,0 +1,283 @@
+"""Frozen records of the document log and their explicit, versioned (de)serialisation.
+
+Everything a user wrote (document id, text, title, source path, metadata) lives ONLY in
+the sealed payload; ``rag.framing`` adds the plaintext envelope (seq, ciphertext, crc).
+The payload is compact JSON with a version field ``v``; no pickle, unknown keys refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
+
+from agentzero_store.errors import AgentZeroStoreError, InvalidArgumentError, SchemaVersionError
+
+PAYLOAD_VERSION = 1
+
+Op = Literal["upsert", "delete"]
+Origin = Literal["new", "compact", "salvage", "migrate"]
+
+
+class PayloadError(ValueError):
+    """An authentic payload that does not decode (bug or foreign writer). Internal."""
+
+
+class StaleFeedError(AgentZeroStoreError):
+    """A change-feed position does not belong to the current log generation."""
+
+    code = "stale_change_feed"
+    default_hint = "rebuild the derived index from the document log (it is safe to rebuild)"
+
+
+def utcnow() -> datetime:
+    """The default clock: aware UTC now."""
+    return datetime.now(UTC)
+
+
+def content_hash(text: str) -> str:
+    """sha256 (hex) of the UTF-8 text: lets ingest skip unchanged documents."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _frozen_metadata(metadata: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if metadata is None:
+        return MappingProxyType({})
+    if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
+        raise InvalidArgumentError("metadata must be a JSON object (a mapping with str keys)")
+    try:
+        # A JSON round trip both validates and deep-copies: later edits by the caller
+        # cannot change a record that was already sealed.
+        copy = json.loads(json.dumps(dict(metadata), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"metadata is not JSON-serialisable: {exc}") from exc
+    return MappingProxyType(copy)
+
+
+def _check_id(doc_id: object) -> str:
+    if not isinstance(doc_id, str) or not doc_id:
+        raise InvalidArgumentError("a document id must be a non-empty string")
+    return doc_id
+
+
+@dataclass(frozen=True)
+class Upsert:
+    """Input: store ``text`` under ``id``, replacing an earlier version (keeps created_at)."""
+
+    id: str
+    text: str
+    title: str | None = None
+    source_path: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+        if not isinstance(self.text, str):
+            raise InvalidArgumentError("document text must be a string")
+        for name in ("title", "source_path"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, str):
+                raise InvalidArgumentError(f"{name} must be a string or None")
+        object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
+
+
+@dataclass(frozen=True)
+class Delete:
+    """Input: remove the document ``id`` (written as a tombstone with its own seq)."""
+
+    id: str
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """One stored version of a document (the payload of an upsert record)."""
+
+    id: str
+    text: str
+    content_hash: str
+    created_at: datetime
+    updated_at: datetime
+    title: str | None = None
+    source_path: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (datetimes as ISO 8601)."""
+        return {
+            "id": self.id,
+            "text": self.text,
+            "content_hash": self.content_hash,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "title": self.title,
+            "source_path": self.source_path,
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """The payload of a delete record."""
+
+    id: str
+    deleted_at: datetime
+
+
+@dataclass(frozen=True)
+class LogHeader:
+    """The sealed first line of a log: which generation this file is and how it was made."""
+
+    generation: str
+    created_at: datetime
+    origin: Origin
+
+
+class Change(NamedTuple):
+    """One entry of the change feed, oldest first. ``record`` is None for a delete.
+
+    A NamedTuple so sidecars can unpack ``for seq, op, doc_id, record in log.changes_since(n)``.
+    """
+
+    seq: int
+    op: Op
+    doc_id: str
+    record: DocumentRecord | None
+
+
+Entry = DocumentRecord | Tombstone
+
+
+def _dumps(obj: Mapping[str, Any]) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def encode_entry(entry: Entry) -> bytes:
+    """Serialise an upsert or delete payload (to be sealed)."""
+    if isinstance(entry, DocumentRecord):
+        return _dumps({"v": PAYLOAD_VERSION, "op": "upsert", **entry.to_dict()})
+    return _dumps(
+        {
+            "v": PAYLOAD_VERSION,
+            "op": "delete",
+            "id": entry.id,
+            "deleted_at": entry.deleted_at.isoformat(),
+        }
+    )
+
+
+def encode_header(header: LogHeader) -> bytes:
+    """Serialise a header payload (the generation itself is bound by the header's AAD)."""
+    return _dumps(
+        {
+            "v": PAYLOAD_VERSION,
+            "op": "header",
+            "generation": header.generation,
+            "created_at": header.created_at.isoformat(),
+            "origin": header.origin,
+        }
+    )
+
+
+def _load(data: bytes) -> dict[str, Any]:
+    try:
+        obj = json.loads(data)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise PayloadError(f"payload is not JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise PayloadError("payload is not a JSON object")
+    v = obj.get("v")
+    if isinstance(v, int) and v > PAYLOAD_VERSION:
+        raise SchemaVersionError(
+            f"document record version {v}; this version reads {PAYLOAD_VERSION}"
+        )
+    if v != PAYLOAD_VERSION:
+        raise PayloadError(f"unknown payload version {v!r}")
+    return obj
+
+
+def _dt(obj: Mapping[str, Any], key: str) -> datetime:
+    value = obj.get(key)
+    if not isinstance(value, str):
+        raise PayloadError(f"{key} missing")
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise PayloadError(f"{key} is not ISO 8601") from exc
+    if dt.tzinfo is None:
+        raise PayloadError(f"{key} is naive")
+    return dt
+
+
+def _opt_str(obj: Mapping[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        raise PayloadError(f"{key} is not a string")
+    return value
+
+
+_UPSERT_KEYS = {
+    "v",
+    "op",
+    "id",
+    "text",
+    "content_hash",
+    "created_at",
+    "updated_at",
+    "title",
+    "source_path",
+    "metadata",
+}
+_DELETE_KEYS = {"v", "op", "id", "deleted_at"}
+_HEADER_KEYS = {"v", "op", "generation", "created_at", "origin"}
+
+
+def decode_entry(data: bytes) -> Entry:
+    """Inverse of ``encode_entry``. Raises ``PayloadError`` or ``SchemaVersionError``."""
+    obj = _load(data)
+    op = obj.get("op")
+    doc_id = obj.get("id")
+    if not isinstance(doc_id, str) or not doc_id:
+        raise PayloadError("id missing")
+    if op == "upsert" and set(obj) == _UPSERT_KEYS:
+        text, digest, metadata = obj["text"], obj["content_hash"], obj["metadata"]
+        if (
+            not isinstance(text, str)
+            or not isinstance(digest, str)
+            or not isinstance(metadata, dict)
+        ):
+            raise PayloadError("malformed upsert")
+        return DocumentRecord(
+            id=doc_id,
+            text=text,
+            content_hash=digest,
+            created_at=_dt(obj, "created_at"),
+            updated_at=_dt(obj, "updated_at"),
+            title=_opt_str(obj, "title"),
+            source_path=_opt_str(obj, "source_path"),
+            metadata=metadata,
+        )
+    if op == "delete" and set(obj) == _DELETE_KEYS:
+        return Tombstone(id=doc_id, deleted_at=_dt(obj, "deleted_at"))
+    raise PayloadError(f"unknown or malformed record (op {op!r})")
+
+
+def decode_header(data: bytes, generation: str) -> LogHeader:
+    """Inverse of ``encode_header``; the sealed generation must equal the plaintext one."""
+    obj = _load(data)
+    if obj.get("op") != "header" or set(obj) != _HEADER_KEYS:
+        raise PayloadError("not a header")
+    if obj["generation"] != generation:
+        raise PayloadError("header generation does not match its envelope")
+    if obj["origin"] not in ("new", "compact", "salvage", "migrate"):
+        raise PayloadError("unknown header origin")
+    return LogHeader(generation=generation, created_at=_dt(obj, "created_at"), origin=obj["origin"])

@@ -1,0 +1,139 @@
+"""Replaying a document log: check every line, in order, and name the first bad one.
+
+Shared by ``DocumentLog`` (on open, after compaction, and on every lazy read). Strict by
+design: the first line that is damaged (CRC), out of sequence, or not authentic raises a
+``CorruptStoreError`` / ``TamperedRecordError`` naming the file, line and byte offset.
+``rag.salvage`` is the lenient reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+from cryptography.exceptions import InvalidTag
+
+from agentzero_store.errors import CorruptStoreError, TamperedRecordError
+
+from .framing import DamagedLine, LogCodec, RawLine, check_format, iter_raw_lines, parse_frame
+from .records import DocumentRecord, Entry, LogHeader, Op, PayloadError
+
+SALVAGE_HINT = (
+    "the log was not modified; copy every readable record into a new log with "
+    "rag.salvage.salvage(src, dst, keys), or restore from a backup"
+)
+
+
+class Slot(NamedTuple):
+    """Where record ``seq`` lives in the file (kept in memory instead of its text)."""
+
+    offset: int
+    length: int  # without the newline
+    op: Op
+    doc_id: str
+
+
+class LineChecker:
+    """Turns raw lines into authenticated entries, or into errors that say where."""
+
+    def __init__(self, path: Path, codec: LogCodec) -> None:
+        self.path = path
+        self.codec = codec
+
+    def error(self, cls: type[CorruptStoreError], what: str, raw: RawLine) -> CorruptStoreError:
+        """A typed error naming this file, the line (1-based, header = 1) and its offset."""
+        return cls(
+            f"document log line {raw.lineno}: {what}",
+            path=self.path,
+            record=raw.lineno,
+            offset=raw.offset,
+            hint=SALVAGE_HINT,
+        )
+
+    def header(self, raw: RawLine) -> LogHeader:
+        """Check and open line 1."""
+        check_format(raw.data)
+        if not raw.complete:
+            # The header is only ever written whole (atomic_write), never appended.
+            raise self.error(CorruptStoreError, "the header line is incomplete", raw)
+        try:
+            frame = parse_frame(raw.data)
+        except DamagedLine as exc:
+            raise self.error(CorruptStoreError, f"damaged header ({exc})", raw) from None
+        if not frame.is_header:
+            raise self.error(CorruptStoreError, "the first line is not a header", raw)
+        try:
+            return self.codec.open_header(frame)
+        except InvalidTag:
+            what = "the header fails authentication (modified, or from another store)"
+            raise self.error(TamperedRecordError, what, raw) from None
+        except PayloadError as exc:
+            raise self.error(CorruptStoreError, f"undecodable header ({exc})", raw) from None
+
+    def record(self, raw: RawLine, generation: str, *, expected_seq: int) -> Entry:
+        """Check and open one record line that must carry ``expected_seq``."""
+        try:
+            frame = parse_frame(raw.data)
+        except DamagedLine as exc:
+            raise self.error(CorruptStoreError, f"damaged record ({exc})", raw) from None
+        if frame.is_header or frame.seq != expected_seq:
+            # Continuous seqs make a gap (lost record), a repeat (duplicated line) or a
+            # swap visible before we even decrypt.
+            got = "a header" if frame.is_header else f"seq {frame.seq}"
+            what = f"expected seq {expected_seq}, found {got} (missing, repeated or reordered)"
+            raise self.error(CorruptStoreError, what, raw)
+        try:
+            return self.codec.open_record(generation, frame)
+        except InvalidTag:
+            what = (
+                f"record seq {frame.seq} fails authentication "
+                "(modified, swapped, or copied from another store or generation)"
+            )
+            raise self.error(TamperedRecordError, what, raw) from None
+        except PayloadError as exc:
+            raise self.error(CorruptStoreError, f"undecodable record ({exc})", raw) from None
+
+
+@dataclass
+class Replayed:
+    """The state rebuilt from a file."""
+
+    header: LogHeader
+    slots: list[Slot]  # index = seq - 1
+    live: dict[str, int]  # doc id -> seq of its live version, in last-write order
+    size: int  # end of the last good line: where the next append goes
+    torn: RawLine | None  # bytes after the last newline (an interrupted append)
+
+
+def apply_change(live: dict[str, int], op: Op, doc_id: str, seq: int) -> None:
+    """Apply one change to the id -> seq map of live documents."""
+    live.pop(doc_id, None)  # re-insert on upsert so dict order = last-write order
+    if op == "upsert":
+        live[doc_id] = seq
+
+
+def replay(f: BinaryIO, checker: LineChecker) -> Replayed:
+    """Read a whole log; raises on any damaged, foreign or out-of-order complete line."""
+    lines = iter_raw_lines(f)
+    first = next(lines, None)
+    if first is None:
+        raise CorruptStoreError(
+            "the document log is empty (no header)",
+            path=checker.path,
+            record=1,
+            offset=0,
+            hint=SALVAGE_HINT,
+        )
+    header = checker.header(first)
+    state = Replayed(header, [], {}, first.end, None)
+    for raw in lines:
+        if not raw.complete:
+            state.torn = raw  # necessarily the last line: nothing follows it
+            break
+        entry = checker.record(raw, header.generation, expected_seq=len(state.slots) + 1)
+        op: Op = "upsert" if isinstance(entry, DocumentRecord) else "delete"
+        state.slots.append(Slot(raw.offset, len(raw.data), op, entry.id))
+        apply_change(state.live, op, entry.id, len(state.slots))
+        state.size = raw.end
+    return state
