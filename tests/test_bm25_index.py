@@ -30,7 +30,9 @@ def test_bm25_ranking_upsert_delete_and_round_trip() -> None:
     c.load(b.dump())
     assert c.count() == 3
     for q in ("bread", "boiler", "sourdough feeding"):
-        assert c.search(q, 5) == b.search(q, 5)
+        # Same keys in the same order; scores may differ slightly because Tantivy keeps
+        # deleted documents in its term statistics until segments merge.
+        assert [k for k, _ in c.search(q, 5)] == [k for k, _ in b.search(q, 5)]
 
 
 def test_bm25_malformed_checkpoint_is_sidecar_corrupt() -> None:
