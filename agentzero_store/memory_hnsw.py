@@ -116,6 +116,9 @@ class MemoryHnsw:
     def open(self, progress: Progress | None = None) -> OpenReport | None:
         """Load or rebuild the index (no-op until the store holds its first vector)."""
         with self._lock:
+            # Create the directory even before the first vector: its presence is what
+            # re-enables the index on the next open (``open(hnsw=None)``).
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             sc = self._new_sidecar()
             if sc is None:
                 return None

@@ -1,0 +1,72 @@
+"""Shared helpers for the sidecar/HNSW tests: clustered vectors and store builders.
+
+Clustered vectors (not isotropic Gaussian): HNSW recall on random Gaussians is
+meaningless (see DEPENDENCIES.md), real embeddings are clustered.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig
+from agentzero_store.config import FAST_KDF_FOR_TESTS
+
+KEY = bytes(range(32))
+FAST = StoreConfig(kdf=FAST_KDF_FOR_TESTS)
+DIM = 384
+CLUSTERS = 64
+ROOT = Path(__file__).resolve().parents[1]
+
+_CENTROIDS = np.random.default_rng(1234).normal(size=(CLUSTERS, DIM)).astype(np.float32)
+
+
+_BLOCK = 1024
+
+
+@functools.lru_cache(maxsize=64)
+def _noise(block: int, dim: int) -> npt.NDArray[np.float32]:
+    return np.random.default_rng(10_000 + block).normal(size=(_BLOCK, dim)).astype(np.float32)
+
+
+def vecs(start: int, n: int, dim: int = DIM) -> npt.NDArray[np.float32]:
+    """Deterministic clustered unit vectors ``start .. start+n-1`` as an (n, dim) matrix."""
+    idx = np.arange(start, start + n)
+    noise = np.concatenate([_noise(b, dim) for b in range(start // _BLOCK,
+                                                           (start + n - 1) // _BLOCK + 1)])
+    x = _CENTROIDS[idx % CLUSTERS, :dim] + 0.35 * noise[idx - (start // _BLOCK) * _BLOCK]
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def vec(i: int, dim: int = DIM) -> npt.NDArray[np.float32]:
+    """Deterministic clustered unit vector number ``i``."""
+    return vecs(i, 1, dim)[0]
+
+
+def entry(i: int, *, conversations: int = 40) -> MemoryEntry:
+    """Entry ``i`` in conversation ``conv{i % conversations}`` of org "o", agent "a"."""
+    return MemoryEntry(f"memory number {i}", org_id="o", agent_id="a",
+                       conversation_id=f"conv{i % conversations}")
+
+
+def fill(store: SqliteMemoryStore, start: int, n: int, *, batch: int = 2_000) -> list[str]:
+    """Append entries ``start..start+n-1`` with clustered vectors; returns their ids."""
+    ids: list[str] = []
+    x = vecs(start, n)
+    for b in range(0, n, batch):
+        m = min(batch, n - b)
+        ids += store.append_many([entry(start + b + j) for j in range(m)], vectors=list(x[b:b + m]))
+    return ids
+
+
+def run_child(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter (a native crash then fails the test, not pytest)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=env)
