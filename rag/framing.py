@@ -126,12 +126,19 @@ def parse_frame(line: bytes) -> Frame:
 
 
 def check_format(line: bytes) -> None:
-    """Raise ``SchemaVersionError`` if ``line`` is the header of a newer log format."""
-    try:
-        obj = json.loads(line)
-    except ValueError:
+    """Raise ``SchemaVersionError`` if ``line`` is the header of a newer log format.
+
+    Only a header whose checksum is intact counts: a bit flip in ``"agentzero-doclog/1"``
+    is damage, not a new version. Later formats must keep the ``"crc"`` convention of
+    the header line so that this reader can tell the two apart.
+    """
+    m = _LINE_RE.fullmatch(line)
+    if m is None or zlib.crc32(m[1] + b"}") != int(m[2], 16):
         return
-    fmt = obj.get("format") if isinstance(obj, dict) else None
+    try:
+        fmt = json.loads(m[1] + b"}").get("format")
+    except (ValueError, AttributeError):
+        return
     if isinstance(fmt, str) and fmt != FORMAT and fmt.startswith(FORMAT_PREFIX):
         raise SchemaVersionError(f"document log format {fmt}; this version reads {FORMAT}")
 
