@@ -263,7 +263,9 @@ class Sidecar(Generic[P]):
     def _rebuild(self, progress: Progress | None, reason: str) -> None:
         with self.lock:
             # A first build is routine; replacing a checkpoint that exists is worth a warning.
-            level = logging.WARNING if (self.directory / MANIFEST).exists() else logging.INFO
+            fresh = not self.directory.is_dir() or all(
+                p.name == LOCK for p in self.directory.iterdir())
+            level = logging.INFO if fresh else logging.WARNING
             log.log(level, "rebuilding the %s index in %s: %s",
                     self.index.kind, self.directory, reason)
             self.index.reset()
