@@ -45,8 +45,17 @@ from .records import Entry, LogHeader, decode_entry, decode_header, encode_entry
 
 FORMAT = "agentzero-doclog/1"
 FORMAT_PREFIX = "agentzero-doclog/"
-_GEN_RE = re.compile(r"[0-9a-f]{32}")
-_LINE_RE = re.compile(rb'(\{.*),"crc":"([0-9a-f]{8})"\}', re.DOTALL)
+_CRC_RE = re.compile(rb'(\{.*),"crc":"([0-9a-f]{8})"\}', re.DOTALL)
+_B64 = rb"([A-Za-z0-9+/]*={0,2})"
+# The exact envelopes encode_frame writes (one encoding per line, nothing else fits).
+_RECORD_BODY = re.compile(rb'\{"seq":([1-9][0-9]{0,17}),"ct":"' + _B64 + rb'"\}')
+_HEADER_BODY = re.compile(
+    rb'\{"format":"'
+    + FORMAT.encode()
+    + rb'","gen":"([0-9a-f]{32})","seq":0,"ct":"'
+    + _B64
+    + rb'"\}'
+)
 
 
 class DamagedLine(ValueError):
@@ -82,19 +91,18 @@ class Frame:
         return self.generation is not None
 
 
-def _with_crc(body: bytes) -> bytes:
-    crc = zlib.crc32(body)
-    return body[:-1] + b',"crc":"%08x"}' % crc
-
-
 def encode_frame(frame: Frame) -> bytes:
-    """The line for ``frame``, without its newline."""
-    ct = base64.b64encode(frame.blob).decode("ascii")
+    """The line for ``frame``, without its newline: the body, then a CRC-32 of the body."""
+    ct = base64.b64encode(frame.blob)
     if frame.generation is not None:
-        body = {"format": FORMAT, "gen": frame.generation, "seq": 0, "ct": ct}
+        body = b'{"format":"%s","gen":"%s","seq":0,"ct":"%s"}' % (
+            FORMAT.encode(),
+            frame.generation.encode("ascii"),
+            ct,
+        )
     else:
-        body = {"seq": frame.seq, "ct": ct}
-    return _with_crc(json.dumps(body, separators=(",", ":")).encode("ascii"))
+        body = b'{"seq":%d,"ct":"%s"}' % (frame.seq, ct)
+    return body[:-1] + b',"crc":"%08x"}' % zlib.crc32(body)
 
 
 def parse_frame(line: bytes) -> Frame:
@@ -103,26 +111,25 @@ def parse_frame(line: bytes) -> Frame:
     Only the exact bytes ``encode_frame`` writes are accepted, so there is one
     encoding per record and nothing else can hide in a line.
     """
-    m = _LINE_RE.fullmatch(line)
+    m = _CRC_RE.fullmatch(line)
     if m is None:
         raise DamagedLine("not a log line")
     body = m[1] + b"}"
     if zlib.crc32(body) != int(m[2], 16):
         raise DamagedLine("checksum mismatch")
+    if r := _RECORD_BODY.fullmatch(body):
+        seq, generation, ct = int(r[1]), None, r[2]
+    elif h := _HEADER_BODY.fullmatch(body):
+        seq, generation, ct = 0, h[1].decode("ascii"), h[2]
+    else:
+        raise DamagedLine("malformed envelope")
     try:
-        obj = json.loads(body)
-        if not isinstance(obj, dict) or not isinstance(obj.get("seq"), int):
-            raise ValueError("no seq")
-        blob = base64.b64decode(obj["ct"], validate=True)
-        gen = obj.get("gen")
-        frame = Frame(seq=obj["seq"], blob=blob, generation=gen if isinstance(gen, str) else None)
-    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
-        raise DamagedLine(f"malformed envelope: {exc}") from exc
-    if frame.is_header and (obj.get("format") != FORMAT or not _GEN_RE.fullmatch(str(gen))):
-        raise DamagedLine("malformed header envelope")
-    if encode_frame(frame) != line:
-        raise DamagedLine("non-canonical envelope")
-    return frame
+        blob = base64.b64decode(ct, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise DamagedLine(f"bad base64: {exc}") from None
+    if base64.b64encode(blob) != ct:
+        raise DamagedLine("non-canonical base64")
+    return Frame(seq=seq, blob=blob, generation=generation)
 
 
 def check_format(line: bytes) -> None:
@@ -132,7 +139,7 @@ def check_format(line: bytes) -> None:
     is damage, not a new version. Later formats must keep the ``"crc"`` convention of
     the header line so that this reader can tell the two apart.
     """
-    m = _LINE_RE.fullmatch(line)
+    m = _CRC_RE.fullmatch(line)
     if m is None or zlib.crc32(m[1] + b"}") != int(m[2], 16):
         return
     try:

@@ -23,7 +23,9 @@ must store ``(generation, covered seq)`` and rebuild when the generation differs
 
 One writer at a time: a read-write open takes an exclusive ``flock`` on
 ``index.jsonl.lock``; ``readonly=True`` opens take no lock, never write, and read the file
-as it was when opened.
+as it was when opened (a torn tail is ignored, not cut). Within a process, writes are
+serialised by a mutex and reads may run beside appends from other threads; ``compact``
+swaps the file underneath readers, so do not run it concurrently with reads.
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from agentzero_store.errors import (
     CorruptStoreError,
@@ -291,7 +294,7 @@ class DocumentLog:
         *,
         title: str | None = None,
         source_path: str | None = None,
-        metadata: dict[str, object] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Change:
         """Durably store a document version; returns its change (seq and sealed record)."""
         op = Upsert(doc_id, text, title=title, source_path=source_path, metadata=metadata or {})

@@ -44,9 +44,12 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
 def _frozen_metadata(metadata: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    if metadata is None:
-        return MappingProxyType({})
+    if metadata is None or (isinstance(metadata, Mapping) and not metadata):
+        return _EMPTY  # the common case; skips a JSON round trip per record
     if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
         raise InvalidArgumentError("metadata must be a JSON object (a mapping with str keys)")
     try:

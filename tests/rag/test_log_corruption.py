@@ -16,7 +16,7 @@ from rag.framing import Frame, encode_frame, parse_frame
 from rag.log import DocumentLog, TornTailWarning
 from tests.conftest import tree_digest
 
-from .conftest import line_spans, make_keys, state_of
+from .conftest import file_state, line_spans, make_keys, state_of
 
 TEXTS = [f"document number {i} " + "lorem ipsum " * 8 for i in range(5)]
 
@@ -68,6 +68,16 @@ def test_truncated_at_every_offset_inside_last_record(log_path: Path, keys: Stor
     with DocumentLog.open(log_path, keys) as log:
         log.upsert("new", "after repair")
         assert log.seq == len(TEXTS)
+
+
+def test_readonly_open_ignores_but_keeps_a_torn_tail(log_path: Path, keys: StoreKeys) -> None:
+    model = _write_docs(log_path, keys)
+    with log_path.open("ab") as f:
+        f.write(b'{"seq":6,"ct":"AAA')
+    before = file_state(log_path)
+    with DocumentLog.open(log_path, keys, readonly=True) as log:
+        assert state_of(log) == model
+    assert file_state(log_path) == before
 
 
 def test_torn_tail_of_a_batch_keeps_complete_lines(log_path: Path, keys: StoreKeys) -> None:
