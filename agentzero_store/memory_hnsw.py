@@ -106,6 +106,7 @@ class MemoryHnsw:
         self._rebuilder: threading.Thread | None = None
         self._closed = False
         self._observer: Any = None
+        self.answers = {"index": 0, "exact": 0}  # how recalls were answered (diagnostics)
         if watch:
             self._watch()
 
@@ -175,6 +176,14 @@ class MemoryHnsw:
         allowed: AllowedFn, scope_size: ScopeSizeFn,
     ) -> list[tuple[int, float]] | None:
         """Top-``k`` (label, cosine) via HNSW, or None: the caller must search exactly."""
+        hits = self._recall(q, k, scoped=scoped, allowed=allowed, scope_size=scope_size)
+        self.answers["exact" if hits is None else "index"] += 1
+        return hits
+
+    def _recall(
+        self, q: npt.NDArray[np.float32], k: int, *, scoped: bool,
+        allowed: AllowedFn, scope_size: ScopeSizeFn,
+    ) -> list[tuple[int, float]] | None:
         with self._lock:
             if self._closed:
                 return None
