@@ -226,8 +226,7 @@ class SqliteMemoryStore:
         if self._hnsw is None:
             self.enable_hnsw_index(progress=progress)
         assert self._hnsw is not None
-        self._hnsw.rebuild(progress)
-        return ["hnsw"]
+        return ["hnsw"] if self._hnsw.rebuild(progress) else []
 
     def _sync_indexes(self) -> None:
         # After the commit: the write is already durable; the index follows the feed.

@@ -215,14 +215,18 @@ class MemoryHnsw:
             n = min(n * WIDEN, MAX_CANDIDATES)
 
     # ---------------------------------------------------------------- maintenance
-    def rebuild(self, progress: Progress | None = None) -> None:
-        """Rebuild now, in the calling thread (``agentzero store rebuild``)."""
+    def rebuild(self, progress: Progress | None = None) -> bool:
+        """Rebuild now, in the calling thread (``agentzero store rebuild``).
+
+        False if there is nothing to index yet (no vector stored).
+        """
         with self._lock:
             sc = self._new_sidecar()
             if sc is None:
-                return
+                return False
             sc.rebuild(progress, reason="requested")
             self.sidecar, self.ready = sc, True
+            return True
 
     def status(self) -> SidecarStatus | None:
         """The sidecar's status, or None before the store has vectors."""
