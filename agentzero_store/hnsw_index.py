@@ -176,11 +176,14 @@ class HnswIndex:
             raise SidecarCorruptError("the HNSW checkpoint deletes labels it does not hold")
 
     # ---------------------------------------------------------------- queries
-    def search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, *, ef: int | None = None
+    ) -> list[tuple[int, float]]:
         """Up to ``k`` nearest live labels as (label, cosine similarity), best first.
 
-        The dimension is checked first: hnswlib does not, and a wrong-length query
-        corrupts its heap and aborts the process.
+        The beam width is ``max(ef or 4k, ef_search_min, k)``. The dimension is checked
+        first: hnswlib does not, and a wrong-length query corrupts its heap and aborts
+        the process.
         """
         q = np.asarray(query, dtype=np.float32)
         if q.ndim != 1 or q.shape[0] != self.dim:
@@ -189,7 +192,7 @@ class HnswIndex:
         k = min(k, self.count())  # hnswlib raises when k exceeds the live elements
         if k <= 0:
             return []
-        self._index.set_ef(max(4 * k, self.ef_search_min, k))
+        self._index.set_ef(max(ef or 4 * k, self.ef_search_min, k))
         labels, dists = self._index.knn_query(q.reshape(1, -1), k=k, num_threads=1)
         return [(int(lab), 1.0 - float(d)) for lab, d in zip(labels[0], dists[0], strict=True)]
 

@@ -404,12 +404,21 @@ class SqliteMemoryStore:
         q = as_vector(query_vector, dim)
         where, params = _scope_where(scope, to_us(self._clock()))
         if self._hnsw is not None:
+            resolved: dict[int, Any] = {}
+
+            def allowed(labels: list[int]) -> dict[int, Any]:
+                found = self._resolve(labels, where, params)
+                resolved.update(found)
+                return found
+
             scored = self._hnsw.recall(
-                q, k, scoped=not scope.is_empty(),
-                allowed=lambda labels: self._allowed(labels, where, params),
+                q, k, scoped=not scope.is_empty(), allowed=allowed,
                 scope_size=lambda limit: self._scope_size(scope, limit))
             if scored is not None:
-                return self._hits(scored, "semantic")
+                # Rows were read (and scope/expiry re-checked) while filtering: reuse them.
+                return [MemoryHit(resolved[lab][1], _row_to_entry(resolved[lab]), score,
+                                  {"semantic": rank})
+                        for rank, (lab, score) in enumerate(scored, start=1)]
         rows = db.query(
             f"SELECT label, embedding FROM memory WHERE embedding IS NOT NULL AND {where}", params)
         if not rows:
@@ -418,14 +427,14 @@ class SqliteMemoryStore:
         top = exact_top_k(matrix, q, k)
         return self._hits([(rows[i][0], s) for i, s in top], "semantic")
 
-    def _allowed(self, labels: list[int], where: str, params: list[Any]) -> set[int]:
-        """Which of ``labels`` are live and in scope (re-checked against the truth)."""
+    def _resolve(self, labels: list[int], where: str, params: list[Any]) -> dict[int, Any]:
+        """The rows of ``labels`` that are live and in scope (re-checked against the truth)."""
         if not labels:
-            return set()
+            return {}
         rows = self._live().query(
-            f"SELECT label FROM memory WHERE label IN ({','.join('?' * len(labels))}) "
+            f"SELECT {_COLUMNS} FROM memory WHERE label IN ({','.join('?' * len(labels))}) "
             f"AND {where}", (*labels, *params))
-        return {r[0] for r in rows}
+        return {r[0]: r for r in rows}
 
     def _scope_size(self, scope: Scope, limit: int) -> int:
         """Rows in scope, counted up to ``limit`` (expiry ignored: cheap, index-only)."""

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,14 +37,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Scopes with at most this many rows are searched exactly. Exact search reads each scoped
-# row from SQLCipher (~1 µs/row) and does one (n × dim) product: ~1-2 ms at 2,048 rows,
-# about what post-filtered HNSW costs when the scope is a small fraction of the store (it
-# needs ~3k·N/n candidates). It also makes small scopes return exactly the exact top-k.
-EXACT_SCOPE_MAX = 2_048
+# Exact or HNSW for a scoped query? Both pay mostly for reading rows from SQLCipher
+# (~5-10 µs per row: each row is on its own encrypted page). Exact search reads the s rows
+# of the scope; post-filtered HNSW reads about 3k·N/s candidates to find k in scope. They
+# cost the same at s = sqrt(3·k·N) (1,700 rows for k=10 in 100k): below it exact is
+# cheaper, and it is exactly right, so small scopes always return the exact top-k.
+EXACT_SCOPE_MIN = 64  # always exact at or below this many rows
+EXACT_SCOPE_MAX = 4_096  # never count further than this before choosing HNSW
 # Widening stops here; past it exact search over the scope is cheaper than a huge beam.
 MAX_CANDIDATES = 4_096
 WIDEN = 4
+
+
+def exact_scope_limit(k: int, live: int) -> int:
+    """Scopes of at most this many rows are searched exactly (see above)."""
+    return int(min(EXACT_SCOPE_MAX, max(EXACT_SCOPE_MIN, math.sqrt(3 * k * live))))
 
 
 class MemoryVectorSource:
@@ -79,7 +87,8 @@ class MemoryVectorSource:
             after = rows[-1][0]
 
 
-AllowedFn = Callable[[list[int]], set[int]]
+AllowedFn = Callable[[list[int]], Mapping[int, Any]]
+"""Given candidate labels, the live in-scope ones (mapped to their rows, for the caller)."""
 ScopeSizeFn = Callable[[int], int]
 
 
@@ -195,24 +204,57 @@ class MemoryHnsw:
             # Another process may have written since (WAL): one cheap seq read decides.
             if not self._guard("catch-up", sc.catch_up):
                 return None
-        if scoped and scope_size(EXACT_SCOPE_MAX + 1) <= EXACT_SCOPE_MAX:
-            return None  # small scope: exact search, identical to the exact top-k
         index = sc.index
         assert isinstance(index, HnswIndex)
+        if scoped:
+            limit = exact_scope_limit(k, index.count())
+            if scope_size(limit + 1) <= limit:
+                return None  # small scope: exact search, identical to the exact top-k
         n = min(3 * k, MAX_CANDIDATES)
+        checked: dict[int, bool] = {}  # label -> live and in scope (asked of the database)
         while True:
+            # ef >= max(4k, 16) for the k asked, and never below the candidates wanted.
+            search = functools.partial(index.search, q, n, ef=max(4 * k, n))
             with sc.lock:
                 live = index.count()
-                cands = self._guard_value("search", functools.partial(index.search, q, n))
+                cands = self._guard_value("search", search)
             if cands is None:
                 return None
-            ok = allowed([lab for lab, _ in cands]) if cands else set()
-            hits = [(lab, s) for lab, s in cands if lab in ok]
+            hits = self._filter(cands, k, checked, allowed)
             if len(hits) >= k:
                 return hits[:k]
             if n >= live or n >= MAX_CANDIDATES:
                 return None  # scope or index exhausted: exact search is authoritative
             n = min(n * WIDEN, MAX_CANDIDATES)
+
+    @staticmethod
+    def _filter(
+        cands: list[tuple[int, float]], k: int, checked: dict[int, bool], allowed: AllowedFn
+    ) -> list[tuple[int, float]]:
+        """The candidates the database confirms, in HNSW order, stopping at ``k``.
+
+        Rows are checked in HNSW order and in growing chunks: every row costs a page
+        decrypt, and an unscoped query usually needs only the first ``k``.
+        """
+        hits: list[tuple[int, float]] = []
+        pos = 0
+        while pos < len(cands) and len(hits) < k:
+            todo = [lab for lab, _ in cands[pos:] if lab not in checked]
+            # Ask for what is missing, scaled by the hit rate seen so far.
+            seen = max(1, sum(checked.values()))
+            want = max(k - len(hits), 1) * max(1, len(checked) // seen)
+            batch = todo[:want]
+            if batch:
+                ok = allowed(batch)
+                checked.update((lab, lab in ok) for lab in batch)
+            end = pos
+            for lab, _ in cands[pos:]:
+                if lab not in checked:
+                    break
+                end += 1
+            hits = [(lab, sc) for lab, sc in cands[:end] if checked[lab]]
+            pos = end
+        return hits
 
     # ---------------------------------------------------------------- maintenance
     def rebuild(self, progress: Progress | None = None) -> bool:
@@ -325,4 +367,4 @@ class MemoryHnsw:
         self._observer = obs
 
 
-__all__ = ["EXACT_SCOPE_MAX", "MAX_CANDIDATES", "MemoryHnsw", "MemoryVectorSource"]
+__all__ = ["MAX_CANDIDATES", "MemoryHnsw", "MemoryVectorSource", "exact_scope_limit"]

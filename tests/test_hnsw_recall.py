@@ -14,7 +14,7 @@ import pytest
 
 from agentzero_store import DimensionMismatchError, MemoryEntry, SqliteMemoryStore
 from agentzero_store.hnsw_index import HnswIndex
-from agentzero_store.memory_hnsw import EXACT_SCOPE_MAX
+from agentzero_store.memory_hnsw import exact_scope_limit
 from tests.hnsw_support import DIM, FAST, KEY, entry, fill, run_child, vec, vecs
 
 N = 3_000
@@ -76,7 +76,7 @@ def test_unscoped_and_scoped_recall_match_exact(
 def test_large_scope_goes_through_hnsw_and_never_leaks(tmp_path: Path) -> None:
     data = tmp_path / "data"
     s = SqliteMemoryStore.open(data, key=KEY, config=FAST, hnsw=True)
-    x = vecs(0, 2 * (EXACT_SCOPE_MAX + 100))
+    x = vecs(0, 2 * (exact_scope_limit(10, 6_000) + 1_000))
     half = len(x) // 2
     s.append_many([MemoryEntry(f"a{i}", org_id="A") for i in range(half)], vectors=list(x[:half]))
     s.append_many([MemoryEntry(f"b{i}", org_id="B") for i in range(half)], vectors=list(x[half:]))
