@@ -1,0 +1,138 @@
+"""The interface of the sidecar mechanism: what a source and an index adapter provide.
+
+``Source`` is the truth a sidecar is derived from; ``SidecarIndex`` adapts one index
+library (hnswlib, tantivy, ...). ``sidecar.Sidecar`` drives both. See ``sidecar.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+P = TypeVar("P")
+P_contra = TypeVar("P_contra", contravariant=True)
+
+Progress = Callable[[int, int], None]
+"""Progress callback: ``(items done, items total)``; total is an estimate (may be 0)."""
+
+
+@dataclass(frozen=True)
+class Change(Generic[P]):
+    """One entry of a source's change feed. ``payload`` is None when the row is gone."""
+
+    seq: int
+    op: Literal["insert", "delete"]
+    key: int
+    payload: P | None
+
+
+class Source(Protocol[P]):
+    """What a sidecar is derived from. Keys are ints that are never reused after a delete.
+
+    ``snapshot`` need not be transactional: the mechanism reads ``source_seq()`` first,
+    then the snapshot, then replays every change after that seq. Adapters apply inserts as
+    upserts and deletes idempotently, so rows changed while the snapshot was read end up
+    right, and no long read transaction blocks writers during a rebuild.
+    """
+
+    @property
+    def store_id(self) -> str:
+        """Random id of the store the source belongs to (bound into every checkpoint)."""
+        ...
+
+    def source_seq(self) -> int:
+        """The seq of the newest change (0 when empty)."""
+        ...
+
+    def changes_since(self, seq: int, limit: int) -> Sequence[Change[P]]:
+        """Changes with seq > ``seq``, oldest first, at most ``limit``."""
+        ...
+
+    def item_count(self) -> int:
+        """Approximate number of items a snapshot yields (for progress bars)."""
+        ...
+
+    def snapshot(self, batch: int) -> Iterator[Sequence[tuple[int, P]]]:
+        """Every live item as ``(key, payload)``, in batches of at most ``batch``."""
+        ...
+
+
+class SidecarIndex(Protocol[P_contra]):
+    """The adapter between the mechanism and one index library (hnswlib, tantivy, ...).
+
+    Everything is in memory: the mechanism owns every file, so an adapter never touches
+    disk. ``insert`` must upsert and ``delete`` must ignore unknown or deleted keys
+    (replay is idempotent). Any exception (native ones included) from ``load`` makes the
+    mechanism rebuild; from ``insert``/``delete`` during replay it also rebuilds.
+    """
+
+    kind: str  # short name, used in file names and bound into the AAD ("hnsw", "bm25")
+
+    def params(self) -> Mapping[str, Any]:
+        """JSON-able build parameters; a checkpoint with different params is rebuilt."""
+        ...
+
+    def reset(self) -> None:
+        """Drop everything: an empty index (the start of a rebuild)."""
+        ...
+
+    def insert(self, items: Sequence[tuple[int, P_contra]]) -> None:
+        """Add or replace items."""
+        ...
+
+    def delete(self, keys: Sequence[int]) -> None:
+        """Remove keys; unknown or already-deleted keys are ignored."""
+        ...
+
+    def count(self) -> int:
+        """Number of live entries."""
+        ...
+
+    def dump(self) -> dict[str, bytes]:
+        """The whole index as named plaintext byte strings (names: ``[a-z0-9_]+``)."""
+        ...
+
+    def load(self, files: Mapping[str, bytes]) -> None:
+        """Replace the index with one read from ``dump``'s output (already authenticated)."""
+        ...
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """Which embedder produced a vector index's vectors; a mismatch forces a rebuild."""
+
+    model_id: str | None
+    dimension: int
+
+
+@dataclass(frozen=True)
+class OpenReport:
+    """What ``Sidecar.open`` did: loaded a checkpoint or rebuilt, and how much it replayed."""
+
+    loaded: bool
+    rebuilt: bool
+    reason: str | None
+    replayed: int
+    covered_seq: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SidecarStatus:
+    """A sidecar's state for ``agentzero store status``."""
+
+    kind: str
+    path: str
+    covered_seq: int  # seq of the checkpoint on disk
+    applied_seq: int  # seq the in-memory index reflects
+    source_seq: int
+    entries: int
+    size_bytes: int
+    last_checkpoint: str | None
+    embedder: str | None
+    dimension: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return dict(self.__dict__)
