@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 
 from .crypto import InvalidTag, Sealer
 from .errors import SidecarCorruptError, StoreIOError
-from .fileio import DEFAULT_IO, FileIO, atomic_write, cleanup_temp_files
+from .fileio import DEFAULT_IO, FileIO, atomic_write, cleanup_temp_files, translate_os_errors
 from .sidecar_types import (
     Change,
     EmbedderInfo,
@@ -215,7 +215,8 @@ class Sidecar(Generic[P]):
         manifest is renamed into place the old manifest still names the old, intact
         files: a crash at any instant leaves the old checkpoint or the new one.
         """
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with translate_os_errors("creating", self.directory):
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self.lock, self._dir_lock():
             on_disk = self._read_manifest_quietly()
             if (on_disk is not None and self._mismatch(on_disk) is None
@@ -385,7 +386,8 @@ class Sidecar(Generic[P]):
         if fcntl is None or not self.directory.is_dir():
             yield
             return
-        fd = os.open(self.directory / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        with translate_os_errors("locking", self.directory):
+            fd = os.open(self.directory / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
