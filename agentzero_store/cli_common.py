@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,8 +22,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .config import StoreConfig, default_data_dir
-from .embeddings import Embedder
-from .errors import AgentZeroStoreError, InvalidArgumentError
+from .embeddings import Embedder, embedder_from_env
+from .errors import AgentZeroStoreError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -37,7 +36,7 @@ EmbedderOpt = Annotated[
     str | None,
     typer.Option(
         "--embedder",
-        help="local | none (default: env AGENTZERO_EMBEDDER, else local).",
+        help="local | api | none (default: env AGENTZERO_EMBEDDER, else local).",
         show_default=False,
     ),
 ]
@@ -62,16 +61,7 @@ def data_dir() -> Path:
 
 def make_embedder(name: str | None) -> Embedder | None:
     """Build the embedder named on the command line or in ``AGENTZERO_EMBEDDER``."""
-    choice = (name or os.environ.get("AGENTZERO_EMBEDDER") or "local").lower()
-    if choice == "none":
-        return None
-    if choice == "local":
-        from .embeddings import LocalEmbedder
-
-        return LocalEmbedder()
-    raise InvalidArgumentError(
-        f"unknown embedder {choice!r}", hint="use --embedder local or --embedder none"
-    )
+    return embedder_from_env(name)
 
 
 def store_kwargs() -> dict[str, Any]:

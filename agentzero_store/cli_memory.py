@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 from rich.table import Table
@@ -23,7 +23,7 @@ from .cli_common import (
 )
 from .errors import InvalidArgumentError, NotFoundError
 from .memory import SqliteMemoryStore
-from .records import MemoryEntry, MemoryHit, parse_datetime
+from .records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -105,9 +105,9 @@ def append(
         conversation_id=conversation,
         org_id=org,
         agent_id=agent,
-        kind=kind,
-        source=source,
-        metadata=meta,  # type: ignore[arg-type]
+        kind=cast(Kind, kind),  # validated by MemoryEntry
+        source=cast(Source, source),
+        metadata=meta,
         expires_at=_expiry(expires_in, expires_at),
     )
     with _open(embedder) as store:

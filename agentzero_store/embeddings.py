@@ -164,3 +164,25 @@ class LocalEmbedder:
 
     def __repr__(self) -> str:
         return f"LocalEmbedder(model_id={LOCAL_MODEL_ID!r})"
+
+
+def embedder_from_env(name: str | None = None) -> Embedder | None:
+    """The embedder named by ``name`` or env ``AGENTZERO_EMBEDDER``: local (default), api, none.
+
+    ``api`` reads ``AGENTZERO_EMBED_URL``, ``AGENTZERO_EMBED_MODEL``,
+    ``AGENTZERO_EMBED_API_KEY`` and optionally ``AGENTZERO_EMBED_DIMENSIONS``.
+    """
+    from .errors import InvalidArgumentError
+
+    choice = (name or os.environ.get("AGENTZERO_EMBEDDER") or "local").lower()
+    if choice == "none":
+        return None
+    if choice == "local":
+        return LocalEmbedder()
+    if choice == "api":
+        from .api_embedder import ApiEmbedder
+
+        return ApiEmbedder()
+    raise InvalidArgumentError(
+        f"unknown embedder {choice!r}", hint="use local, api or none (AGENTZERO_EMBEDDER)"
+    )
