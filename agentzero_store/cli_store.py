@@ -7,7 +7,8 @@ store in ``rag`` — can be reported and rebuilt the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from typing import Annotated, Any, Protocol
 
 import typer
@@ -45,7 +46,8 @@ def status_of(stores: Sequence[HasSidecars]) -> list[dict[str, Any]]:
 
 
 def rebuild_indexes(
-    stores: Sequence[HasSidecars], index: str | None = None,
+    stores: Sequence[HasSidecars],
+    index: str | None = None,
     progress_factory: Callable[[str], Progress] | None = None,
 ) -> list[str]:
     """Rebuild the sidecars of ``stores`` (all, or the one named ``index``)."""
@@ -62,8 +64,22 @@ def rebuild_indexes(
     return done
 
 
-def _open() -> SqliteMemoryStore:
-    return SqliteMemoryStore.open(data_dir(), create=False, hnsw=None, **store_kwargs())
+# Stores beside the memory store whose indexes `store status|rebuild` cover. The engine
+# never imports rag: the CLI entry point (cli.main) registers its opener here.
+EXTRA_STORES: list[Callable[[], Any]] = []
+
+
+@contextmanager
+def _open_all() -> Iterator[list[Any]]:
+    with ExitStack() as stack:
+        stores = [
+            stack.enter_context(
+                SqliteMemoryStore.open(data_dir(), create=False, hnsw=None, **store_kwargs())
+            )
+        ]
+        for opener in EXTRA_STORES:
+            stores.append(stack.enter_context(opener()))
+        yield stores
 
 
 def _size(n: int) -> str:
@@ -78,19 +94,24 @@ def _size(n: int) -> str:
 @cli_command
 def status(json_out: JsonOpt = False) -> None:
     """Each index: checkpointed seq vs the source's, entries, size, last checkpoint, embedder."""
-    with _open() as store:
-        rows = status_of([store])
+    with _open_all() as stores:
+        rows = status_of(stores)
 
     def human() -> None:
         if not rows:
             out.print("no indexes yet (they are created with the first vector)")
             return
-        t = Table("index", "covered / source seq", "entries", "size", "last checkpoint",
-                  "embedder")
+        t = Table("index", "covered / source seq", "entries", "size", "last checkpoint", "embedder")
         for r in rows:
             emb = f"{r['embedder'] or '?'} ({r['dimension']}-d)" if r["dimension"] else "-"
-            t.add_row(r["path"], f"{r['covered_seq']} / {r['source_seq']}", str(r["entries"]),
-                      _size(r["size_bytes"]), r["last_checkpoint"] or "never", emb)
+            t.add_row(
+                r["path"],
+                f"{r['covered_seq']} / {r['source_seq']}",
+                str(r["entries"]),
+                _size(r["size_bytes"]),
+                r["last_checkpoint"] or "never",
+                emb,
+            )
         out.print(t)
 
     emit(rows, human)
@@ -99,26 +120,32 @@ def status(json_out: JsonOpt = False) -> None:
 @app.command()
 @cli_command
 def rebuild(
-    index: Annotated[str | None, typer.Option("--index", help="Only this index (e.g. hnsw).")]
-    = None,
+    index: Annotated[
+        str | None, typer.Option("--index", help="Only this index (e.g. hnsw).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Rebuild derived indexes from the encrypted source of truth."""
-    with _open() as store:
-        total = store.vector_count()
+    with _open_all() as stores:
+        total = stores[0].vector_count() + sum(len(s) for s in stores[1:])
         with progress("rebuilding", total) as advance:
             seen = [0]
 
             def factory(name: str) -> Progress:
+                seen[0] = 0  # each index reports its own progress from zero
+
                 def cb(done: int, _total: int) -> None:
                     advance(done - seen[0])
                     seen[0] = done
+
                 return cb
 
-            names = rebuild_indexes([store], index, factory)
-        rows = status_of([store])
-    emit({"rebuilt": names, "indexes": rows},
-         lambda: out.print(f"rebuilt: {', '.join(names) or 'nothing'}"))
+            names = rebuild_indexes(stores, index, factory)
+        rows = status_of(stores)
+    emit(
+        {"rebuilt": names, "indexes": rows},
+        lambda: out.print(f"rebuilt: {', '.join(names) or 'nothing'}"),
+    )
 
 
 __all__ = ["HasSidecars", "app", "rebuild_indexes", "status_of"]

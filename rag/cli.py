@@ -1,7 +1,231 @@
-"""``agentzero rag ...`` commands (filled in by the document-store issue)."""
+"""``agentzero rag ...``: ingest, query, get, list, delete, compact, salvage, watch."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.table import Table
+
+from agentzero_store.cli_common import (
+    STATE,
+    EmbedderOpt,
+    JsonOpt,
+    cli_command,
+    data_dir,
+    emit,
+    err,
+    make_embedder,
+    out,
+    progress,
+    store_kwargs,
+)
+from agentzero_store.errors import InvalidArgumentError, NotFoundError
+
+from .query import MODES, DocumentHit
+from .store import DocInput, DocumentStore
 
 app = typer.Typer(no_args_is_help=True)
+
+
+def open_store(embedder: str | None = "none", *, readonly: bool = False) -> DocumentStore:
+    """Open the data dir's document store with the CLI's credential and embedder."""
+    return DocumentStore.open(
+        data_dir(),
+        create=False,
+        readonly=readonly,
+        embedder=make_embedder(embedder),
+        **store_kwargs(),
+    )
+
+
+def _hits_table(hits: list[DocumentHit]) -> None:
+    if not hits:
+        out.print("no results")
+        return
+    t = Table("#", "id", "score", "ranks", "chars", "best chunk")
+    for i, h in enumerate(hits, 1):
+        ranks = " ".join(f"{k}={v}" for k, v in h.ranks.items())
+        t.add_row(str(i), h.id, f"{h.score:.4f}", ranks, f"{h.start}-{h.end}", h.snippet(120))
+    out.print(t)
+
+
+@app.command()
+@cli_command
+def ingest(
+    path: Annotated[
+        Path | None, typer.Argument(help="A .txt/.md file or a directory (recursive).")
+    ] = None,
+    doc_id: Annotated[str | None, typer.Option("--id", help="Document id (with --text).")] = None,
+    text: Annotated[str | None, typer.Option("--text", help="Document text.")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="One file to ingest.")] = None,
+    title: Annotated[str | None, typer.Option(help="Title (with --text).")] = None,
+    metadata: Annotated[str, typer.Option(help="JSON object (with --text).")] = "{}",
+    embedder: EmbedderOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Ingest text (--id/--text), a file (--file) or a directory of .txt/.md files."""
+    if sum(x is not None for x in (path, text, file)) != 1:
+        raise InvalidArgumentError("give exactly one of: PATH, --file, or --id with --text")
+    with open_store(embedder) as store:
+        if text is not None:
+            if not doc_id:
+                raise InvalidArgumentError("--text needs --id")
+            try:
+                meta: dict[str, Any] = json.loads(metadata)
+            except json.JSONDecodeError as exc:
+                raise InvalidArgumentError(f"--metadata is not JSON: {exc}") from exc
+            result: Any = store.ingest_many([DocInput(doc_id, text, title, None, meta)])[0]
+        elif file is not None or (path is not None and path.is_file()):
+            result = store.ingest_file(file or path, doc_id)  # type: ignore[arg-type]
+        else:
+            assert path is not None
+            if not path.is_dir():
+                raise InvalidArgumentError(f"{path} is not a file or directory")
+            from .files import ingest_dir, iter_documents
+
+            total = sum(1 for _ in iter_documents(path))
+            with progress("ingesting", total) as advance:
+                result = ingest_dir(store, path, advance)
+    emit(result, lambda: out.print(_describe(result)))
+
+
+def _describe(result: Any) -> str:
+    d = result.to_dict()
+    if "added" in d:
+        skipped = f", {len(d['skipped'])} skipped" if d["skipped"] else ""
+        return f"added {d['added']}, updated {d['updated']}, unchanged {d['unchanged']}{skipped}"
+    state = "stored" if d["changed"] else "unchanged"
+    return f"{d['id']}: {state} ({d['chunks']} chunks)"
+
+
+@app.command()
+@cli_command
+def query(
+    text: Annotated[str, typer.Argument(help="What to look for.")],
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 5,
+    mode: Annotated[str, typer.Option(help="bm25 | semantic | hybrid")] = "bm25",
+    embedder: EmbedderOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Search the documents: BM25, semantic, or hybrid (RRF k=60)."""
+    if mode not in MODES:
+        raise InvalidArgumentError(f"--mode must be one of {', '.join(MODES)}; got {mode!r}")
+    with open_store(embedder if mode != "bm25" else "none", readonly=True) as store:
+        hits = store.query(text, limit, mode)  # type: ignore[arg-type]
+        with_vectors, chunks = store.vector_coverage()
+        answered_by = store.embedder.model_id if store.embedder and mode != "bm25" else None
+    if mode != "bm25" and with_vectors < chunks:
+        err.print(
+            f"[yellow]warning:[/] {chunks - with_vectors} of {chunks} chunks have no "
+            f"vectors from {answered_by}; run `agentzero store reembed`"
+        )
+    if answered_by and not STATE.json:
+        err.print(f"embedder: {answered_by}")
+    emit(hits, lambda: _hits_table(hits))
+
+
+@app.command()
+@cli_command
+def get(
+    doc_id: Annotated[str, typer.Argument(help="Document id.")], json_out: JsonOpt = False
+) -> None:
+    """Print one document."""
+    with open_store(readonly=True) as store:
+        record = store.get(doc_id)
+    if record is None:
+        raise NotFoundError(f"no document with id {doc_id!r}")
+
+    def human() -> None:
+        sys.stdout.write(record.text if record.text.endswith("\n") else record.text + "\n")
+
+    emit(record, human)
+
+
+@app.command("list")
+@cli_command
+def list_(json_out: JsonOpt = False) -> None:
+    """List the documents (id, title, size, updated)."""
+    with open_store(readonly=True) as store:
+        rows: list[dict[str, Any]] = [
+            {
+                "id": r.id,
+                "title": r.title,
+                "chars": len(r.text),
+                "updated_at": r.updated_at.isoformat(),
+                "source_path": r.source_path,
+            }
+            for r in store.documents()
+        ]
+
+    def human() -> None:
+        t = Table("id", "title", "chars", "updated")
+        for r in rows:
+            t.add_row(r["id"], r["title"] or "", str(r["chars"]), r["updated_at"][:19])
+        out.print(t if rows else "no documents")
+
+    emit(rows, human)
+
+
+@app.command()
+@cli_command
+def delete(
+    doc_id: Annotated[str, typer.Option("--id", help="Document id.")], json_out: JsonOpt = False
+) -> None:
+    """Delete a document."""
+    with open_store() as store:
+        if not store.delete(doc_id):
+            raise NotFoundError(f"no document with id {doc_id!r}")
+    emit({"deleted": doc_id}, lambda: out.print(f"deleted {doc_id}"))
+
+
+@app.command()
+@cli_command
+def compact(json_out: JsonOpt = False) -> None:
+    """Rewrite the log without superseded and deleted records (atomically)."""
+    with open_store() as store:
+        before = store.log.path.stat().st_size
+        generation = store.compact()
+        after = store.log.path.stat().st_size
+    result = {"generation": generation, "bytes_before": before, "bytes_after": after}
+    emit(result, lambda: out.print(f"compacted: {before} → {after} bytes"))
+
+
+@app.command()
+@cli_command
+def salvage(
+    dest: Annotated[
+        Path, typer.Argument(help="Where to write the recovered log (must not exist).")
+    ],
+    json_out: JsonOpt = False,
+) -> None:
+    """Recover every readable, authentic record of a damaged log into a fresh log."""
+    from agentzero_store.keys import open_data_dir
+
+    from .salvage import salvage as run_salvage
+
+    layout, keys = open_data_dir(data_dir(), create=False, key_file=STATE.key_file)
+    report = run_salvage(layout.rag_log, dest, keys)
+    result = {
+        "destination": str(dest),
+        "recovered": report.recovered,
+        "live": report.live,
+        "skipped": [
+            {"line": s.lineno, "offset": s.offset, "reason": s.reason} for s in report.skipped
+        ],
+        "missing_seqs": list(report.missing_seqs),
+    }
+
+    def human() -> None:
+        out.print(
+            f"recovered {report.recovered} records ({report.live} live documents) into {dest}"
+        )
+        for s in report.skipped:
+            out.print(f"  skipped line {s.lineno} at byte {s.offset}: {s.reason}")
+        if report.skipped:
+            out.print("review it, then replace rag/index.jsonl with it (keep the damaged copy)")
+
+    emit(result, human)

@@ -105,6 +105,9 @@ class DocumentLog:
         self._header: LogHeader | None = None
         self._slots: list[Slot] = []  # index seq-1
         self._live: dict[str, int] = {}  # doc id -> seq of its latest upsert
+        # previous_version() index, extended lazily: seq-1 -> seq of the version it replaced
+        self._prev: list[int | None] = []
+        self._prev_last: dict[str, int | None] = {}
         self._size = 0  # end of the last good line
 
     @classmethod
@@ -181,6 +184,7 @@ class DocumentLog:
                 warnings.warn(msg, TornTailWarning, stacklevel=4)
                 self._file.truncate(state.size)
         self._header, self._slots, self._live = state.header, state.slots, state.live
+        self._prev, self._prev_last = [], {}
         self._size = state.size
 
     # ----------------------------------------------------------------- reads
@@ -230,6 +234,19 @@ class DocumentLog:
         assert isinstance(entry, DocumentRecord)
         return entry
 
+    def previous_version(self, seq: int) -> int | None:
+        """The seq of the upsert that was live for this record's document just before
+        ``seq`` (None if it was new or deleted). Derived indexes use it to drop the
+        chunks of the version an upsert or delete replaces."""
+        self._check_open()
+        if not 1 <= seq <= self.seq:
+            raise InvalidArgumentError(f"seq {seq} is not in the log (1..{self.seq})")
+        for i in range(len(self._prev), len(self._slots)):
+            slot = self._slots[i]
+            self._prev.append(self._prev_last.get(slot.doc_id))
+            self._prev_last[slot.doc_id] = i + 1 if slot.op == "upsert" else None
+        return self._prev[seq - 1]
+
     def iter_live(self) -> Iterator[tuple[int, DocumentRecord]]:
         """``(seq, record)`` of every live document, oldest write first (for rebuilds)."""
         self._check_open()
@@ -265,6 +282,17 @@ class DocumentLog:
                 assert isinstance(entry, DocumentRecord)
                 record = entry
             yield Change(seq, slot.op, slot.doc_id, record)
+
+    def read(self, seq: int) -> Entry:
+        """The record written at ``seq`` (any version, live or not), authenticated."""
+        if not isinstance(seq, int) or not 1 <= seq <= self.seq:
+            raise InvalidArgumentError(f"seq {seq!r} is not in the log (1..{self.seq})")
+        return self._read_entry(seq)
+
+    def doc_id_at(self, seq: int) -> str:
+        """The document id of the record at ``seq`` (from memory, no disk read)."""
+        self._check_open()
+        return self._slots[seq - 1].doc_id
 
     def _read_entry(self, seq: int) -> Entry:
         # Re-read and re-authenticate: the file may have changed since replay, and
@@ -337,6 +365,7 @@ class DocumentLog:
                         title=op.title,
                         source_path=op.source_path,
                         metadata=op.metadata,
+                        vectors=op.vectors,
                     )
                     batch[op.id] = created
                 elif isinstance(op, Delete):

@@ -7,6 +7,7 @@ The payload is compact JSON with a version field ``v``; no pickle, unknown keys 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections.abc import Mapping
@@ -68,6 +69,43 @@ def _check_id(doc_id: object) -> str:
 
 
 @dataclass(frozen=True)
+class ChunkVectors:
+    """Embeddings of a document's chunks, sealed with the record they belong to.
+
+    Kept in the source (not only in the derived HNSW index) so a lost or corrupt index is
+    rebuilt without re-embedding: embedding is the slow part of ingest.
+    """
+
+    model: str  # embedder model id
+    dim: int
+    chunking: str  # ChunkParams.id the chunks were cut with
+    data: bytes = field(repr=False)  # float32, row-major, one row per chunk
+
+    def __post_init__(self) -> None:
+        if self.dim <= 0 or len(self.data) % (4 * self.dim):
+            raise InvalidArgumentError("chunk vectors do not match their dimension")
+
+    @property
+    def rows(self) -> int:
+        """Number of chunk vectors."""
+        return len(self.data) // (4 * self.dim)
+
+    def to_json(self) -> dict[str, Any]:
+        """Explicit serialisation (base64 of the float32 bytes)."""
+        return {"model": self.model, "dim": self.dim, "chunking": self.chunking,
+                "data": base64.b64encode(self.data).decode("ascii")}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ChunkVectors:
+        """Inverse of ``to_json``; raises ``PayloadError`` when malformed."""
+        try:
+            return cls(str(obj["model"]), int(obj["dim"]), str(obj["chunking"]),
+                       base64.b64decode(obj["data"], validate=True))
+        except (KeyError, TypeError, ValueError, InvalidArgumentError) as exc:
+            raise PayloadError(f"malformed chunk vectors: {exc}") from exc
+
+
+@dataclass(frozen=True)
 class Upsert:
     """Input: store ``text`` under ``id``, replacing an earlier version (keeps created_at)."""
 
@@ -76,6 +114,7 @@ class Upsert:
     title: str | None = None
     source_path: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    vectors: ChunkVectors | None = None
 
     def __post_init__(self) -> None:
         _check_id(self.id)
@@ -110,6 +149,7 @@ class DocumentRecord:
     title: str | None = None
     source_path: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    vectors: ChunkVectors | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
@@ -167,7 +207,10 @@ def _dumps(obj: Mapping[str, Any]) -> bytes:
 def encode_entry(entry: Entry) -> bytes:
     """Serialise an upsert or delete payload (to be sealed)."""
     if isinstance(entry, DocumentRecord):
-        return _dumps({"v": PAYLOAD_VERSION, "op": "upsert", **entry.to_dict()})
+        obj = {"v": PAYLOAD_VERSION, "op": "upsert", **entry.to_dict()}
+        if entry.vectors is not None:
+            obj["vectors"] = entry.vectors.to_json()
+        return _dumps(obj)
     return _dumps(
         {
             "v": PAYLOAD_VERSION,
@@ -251,7 +294,7 @@ def decode_entry(data: bytes) -> Entry:
     doc_id = obj.get("id")
     if not isinstance(doc_id, str) or not doc_id:
         raise PayloadError("id missing")
-    if op == "upsert" and set(obj) == _UPSERT_KEYS:
+    if op == "upsert" and set(obj) - {"vectors"} == _UPSERT_KEYS:
         text, digest, metadata = obj["text"], obj["content_hash"], obj["metadata"]
         if (
             not isinstance(text, str)
@@ -268,6 +311,7 @@ def decode_entry(data: bytes) -> Entry:
             title=_opt_str(obj, "title"),
             source_path=_opt_str(obj, "source_path"),
             metadata=metadata,
+            vectors=ChunkVectors.from_json(obj["vectors"]) if "vectors" in obj else None,
         )
     if op == "delete" and set(obj) == _DELETE_KEYS:
         return Tombstone(id=doc_id, deleted_at=_dt(obj, "deleted_at"))

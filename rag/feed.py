@@ -1,0 +1,122 @@
+"""The document log seen as a chunk-level source for the sidecar mechanism.
+
+Sidecars index *chunks*, the log records *documents*. A chunk's key is
+``seq << 16 | chunk_index``: the seq of the upsert that wrote that version, so keys are
+never reused, and an upsert or delete removes the chunks of the version it replaced
+(found with ``DocumentLog.previous_version``). The source's ``store_id`` includes the log
+generation and the chunking parameters: after ``compact`` (seqs renumbered) or a change
+of chunking, every sidecar checkpoint stops matching and is rebuilt.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Generic, TypeVar
+
+from agentzero_store.errors import InvalidArgumentError
+from agentzero_store.sidecar import Change
+
+from .chunking import Chunk, ChunkParams, chunk_text
+from .log import DocumentLog
+from .records import DocumentRecord
+
+P = TypeVar("P")
+
+CHUNK_BITS = 16
+MAX_CHUNKS = 1 << CHUNK_BITS
+
+# Turns one document version and its chunks into one payload per chunk (None: skip it).
+PayloadFn = Callable[[DocumentRecord, list[Chunk]], Sequence[P | None]]
+
+
+def chunk_key(seq: int, index: int) -> int:
+    """The sidecar key of chunk ``index`` of the version written at ``seq``."""
+    return (seq << CHUNK_BITS) | index
+
+
+def split_key(key: int) -> tuple[int, int]:
+    """Inverse of ``chunk_key``: (seq, chunk index)."""
+    return key >> CHUNK_BITS, key & (MAX_CHUNKS - 1)
+
+
+def check_chunk_count(doc_id: str, chunks: list[Chunk]) -> None:
+    """Refuse documents with more chunks than a key can number."""
+    if len(chunks) >= MAX_CHUNKS:
+        raise InvalidArgumentError(
+            f"document {doc_id!r} has {len(chunks)} chunks; at most {MAX_CHUNKS - 1}",
+            hint="split it into several documents",
+        )
+
+
+class ChunkFeed(Generic[P]):
+    """A ``sidecar.Source[P]`` over the chunks of the live documents of a log."""
+
+    def __init__(self, log: DocumentLog, params: ChunkParams, payload: PayloadFn[P]) -> None:
+        self.log = log
+        self.params = params
+        self._payload = payload
+        self._chunks = functools.lru_cache(maxsize=256)(self._chunks_uncached)
+
+    @property
+    def store_id(self) -> str:
+        """Store id + log generation + chunking: a checkpoint of anything else is stale."""
+        return f"{self.log.store_id}:{self.log.generation}:{self.params.id}"
+
+    def source_seq(self) -> int:
+        """The log's last seq."""
+        return self.log.seq
+
+    def item_count(self) -> int:
+        """Live documents (a progress estimate; chunks are ~1-3 per document)."""
+        return len(self.log)
+
+    def chunks_of(self, seq: int) -> list[Chunk]:
+        """The chunks of the version written at ``seq`` (cached; the text is re-read)."""
+        return self._chunks(self.log.generation, seq)
+
+    def _chunks_uncached(self, generation: str, seq: int) -> list[Chunk]:
+        record = self.log.read(seq)
+        assert isinstance(record, DocumentRecord)
+        return chunk_text(record.text, self.params)
+
+    def _inserts(self, seq: int, record: DocumentRecord) -> list[tuple[int, P]]:
+        chunks = chunk_text(record.text, self.params)
+        payloads = self._payload(record, chunks)
+        return [
+            (chunk_key(seq, c.index), p)
+            for c, p in zip(chunks, payloads, strict=True)
+            if p is not None
+        ]
+
+    def changes_since(self, seq: int, limit: int) -> Sequence[Change[P]]:
+        """Chunk changes after ``seq``; whole log records only (never half a record's)."""
+        out: list[Change[P]] = []
+        for ch in self.log.changes_since(seq):
+            before = len(out)
+            prev = self.log.previous_version(ch.seq)
+            if prev is not None:
+                out += [
+                    Change(ch.seq, "delete", chunk_key(prev, c.index), None)
+                    for c in self.chunks_of(prev)
+                ]
+            if ch.record is not None:
+                out += [Change(ch.seq, "insert", k, p) for k, p in self._inserts(ch.seq, ch.record)]
+            if len(out) == before:
+                # A record with no chunk to change (an empty text) must still move the
+                # sidecar past its seq: a delete of a key that never exists is a no-op.
+                out.append(Change(ch.seq, "delete", chunk_key(ch.seq, MAX_CHUNKS - 1), None))
+            if len(out) >= limit:
+                break
+        return out
+
+    def snapshot(self, batch: int) -> Iterator[Sequence[tuple[int, P]]]:
+        """Every chunk of every live document, in batches."""
+        items: list[tuple[int, P]] = []
+        for seq, record in self.log.iter_live():
+            items += self._inserts(seq, record)
+            if len(items) >= batch:
+                yield items
+                items = []
+        if items:
+            yield items

@@ -1,0 +1,435 @@
+"""``DocumentStore``: sealed document log + BM25 and HNSW sidecars over its chunks.
+
+The log (``rag/index.jsonl``) is the truth. A BM25 sidecar (Tantivy, in RAM, sealed
+checkpoints) always exists; with an embedder, an HNSW sidecar over chunk vectors adds
+``semantic`` and ``hybrid`` (RRF, k=60) modes. Chunk vectors are sealed inside the log
+records, so a lost index is rebuilt without re-embedding. Every hit is re-checked
+against the log: only the live version of a document is ever returned.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from agentzero_store.bm25_index import Bm25Index
+from agentzero_store.config import Layout, StoreConfig
+from agentzero_store.embeddings import Embedder, as_vector
+from agentzero_store.errors import InvalidArgumentError, NoEmbedderError
+from agentzero_store.fileio import DEFAULT_IO, FileIO
+from agentzero_store.hnsw_index import HnswIndex
+from agentzero_store.keys import StoreKeys, open_data_dir
+from agentzero_store.recall import rrf_fuse
+from agentzero_store.sidecar import EmbedderInfo, Progress, Sidecar, SidecarStatus
+
+from .chunking import DEFAULT_PARAMS, Chunk, ChunkParams, chunk_text
+from .feed import ChunkFeed, check_chunk_count
+from .log import DocumentLog
+from .query import MODES, DocumentHit, QueryMode, roll_up
+from .records import ChunkVectors, DocumentRecord, Upsert
+
+log = logging.getLogger(__name__)
+
+CANDIDATES_PER_DOC = 8  # chunk hits asked of an index per document wanted
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What ingesting one document did."""
+
+    id: str
+    seq: int | None  # the log seq written; None when unchanged
+    chunks: int
+    changed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class DocInput:
+    """One document to ingest."""
+
+    id: str
+    text: str
+    title: str | None = None
+    source_path: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+def _bm25_text(record: DocumentRecord, chunks: list[Chunk]) -> list[str | None]:
+    # BM25 over title + text: the title is indexed with every chunk of its document.
+    prefix = f"{record.title}\n" if record.title else ""
+    return [prefix + c.text for c in chunks]
+
+
+class DocumentStore:
+    """Ingest, delete, get and query documents in an encrypted data dir."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        keys: StoreKeys,
+        doclog: DocumentLog,
+        *,
+        embedder: Embedder | None,
+        config: StoreConfig,
+        chunking: ChunkParams,
+        io: FileIO,
+        progress: Progress | None,
+    ) -> None:
+        self.layout = layout
+        self.keys = keys
+        self.log = doclog
+        self.embedder = embedder
+        self.config = config
+        self.chunking = chunking
+        self._closed = False
+        text_feed: ChunkFeed[str] = ChunkFeed(doclog, chunking, _bm25_text)
+        self._text_feed = text_feed
+        self.bm25: Sidecar[str] = Sidecar(
+            layout.rag_tantivy,
+            Bm25Index(),
+            text_feed,
+            key=keys.sidecar_key,
+            checkpoint_every=config.checkpoint_every,
+            io=io,
+        )
+        self.bm25.open(progress)
+        self.hnsw: Sidecar[bytes] | None = None
+        if embedder is not None:
+            vec_feed: ChunkFeed[bytes] = ChunkFeed(doclog, chunking, self._vector_payload)
+            self.hnsw = Sidecar(
+                layout.rag_hnsw,
+                HnswIndex(
+                    embedder.dimension,
+                    m=config.hnsw_m,
+                    ef_construction=config.hnsw_ef_construction,
+                    ef_search_min=config.hnsw_ef_search_min,
+                ),
+                vec_feed,
+                key=keys.sidecar_key,
+                embedder=EmbedderInfo(embedder.model_id, embedder.dimension),
+                checkpoint_every=config.checkpoint_every,
+                io=io,
+            )
+            self.hnsw.open(progress)
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: Path | str,
+        *,
+        passphrase: str | None = None,
+        key: bytes | str | None = None,
+        key_file: Path | str | None = None,
+        embedder: Embedder | None = None,
+        create: bool = True,
+        readonly: bool = False,
+        config: StoreConfig | None = None,
+        chunking: ChunkParams = DEFAULT_PARAMS,
+        prompt: bool | None = None,
+        io: FileIO = DEFAULT_IO,
+        progress: Progress | None = None,
+    ) -> DocumentStore:
+        """Open (or create) the document store of ``data_dir`` (same keys.json as memory).
+
+        A wrong credential raises ``WrongKeyError`` before any file is touched.
+        ``readonly`` takes no writer lock (queries beside a running ``rag watch``).
+        """
+        config = config or StoreConfig()
+        layout, keys = open_data_dir(
+            data_dir,
+            passphrase=passphrase,
+            key=key,
+            key_file=key_file,
+            create=create and not readonly,
+            kdf=config.kdf,
+            prompt=prompt,
+            io=io,
+        )
+        if readonly and not layout.rag_log.exists():
+            # The store exists (keys.json opened) but has no document yet: an empty log
+            # is the truth then, and creating it changes no data.
+            DocumentLog.open(layout.rag_log, keys, io=io).close()
+        # The log belongs to the store: it is created whenever the key header exists.
+        doclog = DocumentLog.open(layout.rag_log, keys, io=io, create=True, readonly=readonly)
+        try:
+            return cls(
+                layout,
+                keys,
+                doclog,
+                embedder=embedder,
+                config=config,
+                chunking=chunking,
+                io=io,
+                progress=progress,
+            )
+        except BaseException:
+            doclog.close()
+            raise
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Checkpoint the indexes (so the next open replays nothing) and close."""
+        if self._closed:
+            return
+        self._closed = True
+        for sidecar in self._sidecars():
+            if sidecar.pending:
+                try:
+                    sidecar.checkpoint()
+                except Exception as exc:  # a failed checkpoint loses nothing: log, go on
+                    log.warning("could not checkpoint %s on close: %s", sidecar, exc)
+        self.log.close()
+
+    def __enter__(self) -> DocumentStore:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _sidecars(self) -> list[Sidecar[Any]]:
+        return [s for s in (self.bm25, self.hnsw) if s is not None]
+
+    # ------------------------------------------------------------------ writes
+    def ingest(
+        self,
+        doc_id: str,
+        text: str,
+        *,
+        title: str | None = None,
+        source_path: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> IngestResult:
+        """Store a document (replacing an earlier version); durable when it returns.
+
+        Re-ingesting identical content, title, source and metadata is a no-op.
+        """
+        return self.ingest_many([DocInput(doc_id, text, title, source_path, metadata)])[0]
+
+    def ingest_many(self, docs: Iterable[DocInput]) -> list[IngestResult]:
+        """Ingest many documents with one group commit (one write, one fsync)."""
+        todo: list[tuple[DocInput, list[Chunk]]] = []
+        results: dict[int, IngestResult] = {}
+        docs = list(docs)
+        for i, d in enumerate(docs):
+            if not isinstance(d.text, str) or not d.text.strip():
+                raise InvalidArgumentError(f"document {d.id!r} has no text")
+            chunks = chunk_text(d.text, self.chunking)
+            check_chunk_count(d.id, chunks)
+            if self._unchanged(d):
+                results[i] = IngestResult(d.id, None, len(chunks), False)
+            else:
+                todo.append((d, chunks))
+        vectors = self._embed([(d, c) for d, c in todo])
+        changes = self.log.append_many(
+            Upsert(
+                d.id,
+                d.text,
+                title=d.title,
+                source_path=d.source_path,
+                metadata=d.metadata or {},
+                vectors=v,
+            )
+            for (d, _), v in zip(todo, vectors, strict=True)
+        )
+        it = iter(zip(todo, changes, strict=True))
+        for i in range(len(docs)):
+            if i not in results:
+                (d, chunks), ch = next(it)
+                results[i] = IngestResult(d.id, ch.seq if ch else None, len(chunks), True)
+        self._catch_up()
+        return [results[i] for i in range(len(docs))]
+
+    def _unchanged(self, d: DocInput) -> bool:
+        current = self.log.get(d.id)
+        if current is None:
+            return False
+        from .records import content_hash
+
+        same = (
+            current.content_hash == content_hash(d.text)
+            and current.title == d.title
+            and current.source_path == d.source_path
+            and dict(current.metadata) == dict(d.metadata or {})
+        )
+        return same and (self.embedder is None or self._vectors_fit(current))
+
+    def _vectors_fit(self, record: DocumentRecord) -> bool:
+        v, e = record.vectors, self.embedder
+        return (
+            v is not None
+            and e is not None
+            and v.model == e.model_id
+            and v.dim == e.dimension
+            and v.chunking == self.chunking.id
+        )
+
+    def _embed(self, todo: Sequence[tuple[DocInput, list[Chunk]]]) -> list[ChunkVectors | None]:
+        if self.embedder is None or not todo:
+            return [None] * len(todo)
+        texts = [
+            f"{d.title}\n{c.text}" if d.title else c.text for d, chunks in todo for c in chunks
+        ]
+        matrix = np.ascontiguousarray(self.embedder.embed(texts), dtype=np.float32)
+        dim = self.embedder.dimension
+        matrix = np.stack([as_vector(row, dim) for row in matrix]) if len(matrix) else matrix
+        out: list[ChunkVectors | None] = []
+        row = 0
+        for _, chunks in todo:
+            block = matrix[row : row + len(chunks)]
+            row += len(chunks)
+            out.append(ChunkVectors(self.embedder.model_id, dim, self.chunking.id, block.tobytes()))
+        return out
+
+    def ingest_file(self, path: Path | str, doc_id: str | None = None) -> IngestResult:
+        """Ingest one text file (id: ``doc_id`` or the file name)."""
+        from .files import read_document
+
+        d = read_document(Path(path), doc_id=doc_id)
+        return self.ingest_many([d])[0]
+
+    def ingest_dir(self, root: Path | str, progress: Callable[[int], None] | None = None) -> int:
+        """Ingest every .txt/.md file under ``root``; returns how many documents it holds."""
+        from .files import ingest_dir
+
+        return ingest_dir(self, Path(root), progress).total
+
+    def delete(self, doc_id: str) -> bool:
+        """Delete a document (a tombstone in the log). True if it existed."""
+        change = self.log.delete(doc_id)
+        self._catch_up()
+        return change is not None
+
+    def compact(self) -> str:
+        """Rewrite the log without superseded and deleted records; indexes rebuild."""
+        generation = self.log.compact()
+        for sidecar in self._sidecars():
+            sidecar.rebuild(reason="the document log was compacted")
+        return generation
+
+    def _catch_up(self) -> None:
+        for sidecar in self._sidecars():
+            sidecar.catch_up()
+
+    # ------------------------------------------------------------------ reads
+    def get(self, doc_id: str) -> DocumentRecord | None:
+        """The live version of a document, or None."""
+        return self.log.get(doc_id)
+
+    def documents(self) -> list[DocumentRecord]:
+        """Every live document (oldest write first)."""
+        return [record for _, record in self.log.iter_live()]
+
+    def __len__(self) -> int:
+        return len(self.log)
+
+    def query(self, text: str, limit: int = 5, mode: QueryMode = "bm25") -> list[DocumentHit]:
+        """The ``limit`` best documents for ``text``: bm25, semantic or hybrid (RRF k=60)."""
+        if mode not in MODES:
+            raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        if not isinstance(limit, int) or limit <= 0:
+            raise InvalidArgumentError(f"limit must be a positive integer, got {limit!r}")
+        self._catch_up()
+        if mode == "bm25":
+            return self._hits(self._bm25_docs(text, limit), "bm25")
+        if mode == "semantic":
+            return self._hits(self._semantic_docs(text, limit), "semantic")
+        n = limit * self.config.hybrid_candidates_factor
+        bm25, sem = self._bm25_docs(text, n), self._semantic_docs(text, n)
+        best = {seq: (index, score) for seq, index, score in (*sem, *bm25)}
+        for seq, index, _ in bm25:  # prefer the keyword chunk: it holds the query's words
+            best[seq] = (index, best[seq][1])
+        fused = rrf_fuse(
+            {"bm25": [s for s, _, _ in bm25], "semantic": [s for s, _, _ in sem]},
+            k=self.config.rrf_k,
+            limit=limit,
+        )
+        rows = [(f.key, best[f.key][0], f.score) for f in fused]
+        return self._hits(rows, None, {f.key: f.ranks for f in fused})
+
+    def _bm25_docs(self, text: str, n: int) -> list[tuple[int, int, float]]:
+        index = self.bm25.index
+        assert isinstance(index, Bm25Index)
+        with self.bm25.lock:
+            return roll_up(index.search(text, n * CANDIDATES_PER_DOC))[:n]
+
+    def _semantic_docs(self, text: str, n: int) -> list[tuple[int, int, float]]:
+        if self.embedder is None or self.hnsw is None:
+            raise NoEmbedderError("semantic and hybrid document queries need an embedder")
+        q = as_vector(self.embedder.embed([text])[0], self.embedder.dimension)
+        index = self.hnsw.index
+        assert isinstance(index, HnswIndex)
+        with self.hnsw.lock:
+            return roll_up(index.search(q, n * CANDIDATES_PER_DOC))[:n]
+
+    def _hits(
+        self,
+        rows: Sequence[tuple[int, int, float]],
+        signal: str | None,
+        ranks: Mapping[int, Mapping[str, int]] | None = None,
+    ) -> list[DocumentHit]:
+        out: list[DocumentHit] = []
+        for rank, (seq, index, score) in enumerate(rows, start=1):
+            doc_id = self.log.doc_id_at(seq)
+            if self.log.seq_of(doc_id) != seq:
+                continue  # an older version (the index is re-checked against the log)
+            record = self.log.get(doc_id)
+            assert record is not None
+            chunk = self._text_feed.chunks_of(seq)[index]
+            out.append(
+                DocumentHit(
+                    id=doc_id,
+                    score=score,
+                    text=chunk.text,
+                    start=chunk.start,
+                    end=chunk.end,
+                    chunk=index,
+                    title=record.title,
+                    source_path=record.source_path,
+                    metadata=record.metadata,
+                    ranks=dict(ranks[seq]) if ranks else {signal or "": rank},
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------ indexes
+    def _vector_payload(self, record: DocumentRecord, chunks: list[Chunk]) -> list[bytes | None]:
+        if not self._vectors_fit(record) or record.vectors is None:
+            return [None] * len(chunks)  # embedded with another model: see vector_coverage
+        if record.vectors.rows != len(chunks):
+            return [None] * len(chunks)
+        row = 4 * record.vectors.dim
+        data = record.vectors.data
+        return [data[i * row : (i + 1) * row] for i in range(len(chunks))]
+
+    def vector_coverage(self) -> tuple[int, int]:
+        """(chunks with vectors from this embedder, chunks in the BM25 index)."""
+        return (self.hnsw.index.count() if self.hnsw else 0, self.bm25.index.count())
+
+    def index_status(self) -> list[SidecarStatus]:
+        """Status of each index (for ``agentzero store status``)."""
+        return [s.status() for s in self._sidecars()]
+
+    def rebuild_index(
+        self, name: str | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> list[str]:
+        """Rebuild one index (``bm25`` or ``hnsw``) or all; returns the names rebuilt."""
+        done = []
+        for sidecar in self._sidecars():
+            if name in (None, sidecar.index.kind):
+                sidecar.rebuild(progress)
+                done.append(sidecar.index.kind)
+        if name is not None and not done:
+            raise InvalidArgumentError(f"no index named {name!r} in the document store")
+        return done
