@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentzero_store import LocalEmbedder, MemoryEntry, MemoryHit, SqliteMemoryStore
+from rag import DocumentStore
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -92,11 +93,7 @@ def main() -> int:
 
 
 def run_rag_demo(data_dir: Path, key: bytes, embedder: LocalEmbedder) -> None:
-    """Ingest fixtures/docs into the document store and query it (when rag is available)."""
-    try:
-        from rag import DocumentStore
-    except ImportError:
-        return
+    """Ingest fixtures/docs into the encrypted document store and query it in every mode."""
     with DocumentStore.open(data_dir, key=key, embedder=embedder) as docs:
         n = docs.ingest_dir(FIXTURES / "docs")
         console.print(f"ingested {n} documents from fixtures/docs")
