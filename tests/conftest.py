@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -85,4 +89,34 @@ def text_needles(text: str) -> list[bytes]:
     return [text.encode("utf-8"), text.encode("utf-16-le")]
 
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+AGENTZERO = str(Path(sys.executable).parent / "agentzero")  # the real console script
+
+
+def run_cli(
+    data_dir: Path,
+    *args: str,
+    passphrase: str = "pw",
+    check: bool = True,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``agentzero --data-dir DIR ARGS`` in a subprocess with a clean environment."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")}
+    e["AGENTZERO_PASSPHRASE"] = passphrase
+    e["COLUMNS"] = "250"  # rich wraps tables to the terminal width
+    e.update(env or {})
+    p = subprocess.run(
+        [AGENTZERO, "--data-dir", str(data_dir), *args],
+        capture_output=True,
+        text=True,
+        env=e,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    if check and p.returncode != 0:
+        raise AssertionError(f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}")
+    return p
+
+
+def js(p: subprocess.CompletedProcess[str]) -> Any:
+    """The JSON a CLI call printed."""
+    return json.loads(p.stdout)

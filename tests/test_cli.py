@@ -2,46 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .conftest import tree_digest
-
-AGENTZERO = str(Path(sys.executable).parent / "agentzero")
-
-
-def run(
-    data_dir: Path,
-    *args: str,
-    passphrase: str = "pw",
-    check: bool = True,
-    env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")}
-    e["AGENTZERO_PASSPHRASE"] = passphrase
-    e["COLUMNS"] = "250"  # rich wraps tables to the terminal width
-    e.update(env or {})
-    p = subprocess.run(
-        [AGENTZERO, "--data-dir", str(data_dir), *args],
-        capture_output=True,
-        text=True,
-        env=e,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
-    if check and p.returncode != 0:
-        raise AssertionError(f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}")
-    return p
-
-
-def js(p: subprocess.CompletedProcess[str]) -> Any:
-    return json.loads(p.stdout)
+from .conftest import AGENTZERO, js, tree_digest
+from .conftest import run_cli as run
 
 
 def test_memory_round_trip(data_dir: Path) -> None:

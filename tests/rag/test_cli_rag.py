@@ -2,43 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from rag import DocumentStore
 
-from ..conftest import FAST
+from ..conftest import FAST, js
+from ..conftest import run_cli as run
 
-AGENTZERO = str(Path(sys.executable).parent / "agentzero")
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "docs"
-
-
-def run(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")}
-    env.update(AGENTZERO_PASSPHRASE="pw", COLUMNS="250")
-    p = subprocess.run(
-        [AGENTZERO, "--data-dir", str(data_dir), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
-    if check and p.returncode != 0:
-        raise AssertionError(f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p
-
-
-def js(p: subprocess.CompletedProcess[str]) -> Any:
-    return json.loads(p.stdout)
 
 
 def test_rag_round_trip(data_dir: Path, tmp_path: Path) -> None:
