@@ -1,0 +1,379 @@
+"""Keep a document store in step with a folder: a full sync, then every change it sees.
+
+The watcher is level-triggered: file-system events only say *which paths* to look at
+again; what happens is decided by what is on disk when a path has been quiet for the
+debounce period. That makes editors' save dances harmless (vim's ``4913`` probe and
+``~`` backups, ``.#file`` locks, write-to-temp + ``os.replace`` arriving as a move, a
+file created and deleted within a burst) and makes replaying an event twice a no-op.
+
+Ownership: a document belongs to the watched folder when its ``source_path`` is the file
+``ROOT/<id>`` (exactly what ``ingest_dir`` of ROOT writes). Only such documents are ever
+deleted; documents ingested by other means (``--text``, another folder, another id) are
+left alone even when their id collides with a path here.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, Literal
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+
+from agentzero_store.errors import AgentZeroStoreError, InvalidArgumentError
+
+from .files import BATCH, doc_id_for, is_document, iter_documents, read_document
+from .store import DocInput, DocumentStore
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE = 0.3  # seconds a path must be quiet before it is looked at again
+MAX_DELAY = 5.0  # seconds: a file written without pause is still synced this often
+POLL = 0.2  # seconds: longest sleep of the loop, so a stop request is seen promptly
+
+# Events that can change what a path holds. Opened / closed-without-write are left out
+# on purpose: the watcher's own reads produce them, and they would re-trigger forever.
+WATCHED_EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileAttribEvent,  # chmod can make an unreadable file readable
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+
+Kind = Literal["ingested", "deleted", "unchanged", "skipped"]
+KINDS: tuple[Kind, ...] = ("ingested", "deleted", "unchanged", "skipped")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing the watcher did (or declined to do) for one document file."""
+
+    event: Kind
+    id: str | None
+    path: str
+    reason: str | None = None  # why a file was skipped
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (``reason`` only when there is one)."""
+        d: dict[str, Any] = {"event": self.event, "id": self.id, "path": self.path}
+        if self.reason is not None:
+            d["reason"] = self.reason
+        return d
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.id}" + (f" ({self.reason})" if self.reason else "")
+
+
+class Debouncer:
+    """Paths waiting for a quiet period, coalesced (thread-safe; the clock is injected).
+
+    A path is due once no event touched it for ``delay`` seconds, or ``max_delay``
+    seconds after its first event, so a file appended to without pause still syncs.
+    """
+
+    def __init__(
+        self,
+        delay: float = DEBOUNCE,
+        max_delay: float = MAX_DELAY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.delay, self.max_delay, self.clock = delay, max_delay, clock
+        self._lock = threading.Lock()
+        self._pending: dict[Path, tuple[float, float, bool]] = {}  # first, last, is_dir
+
+    def add(self, path: Path, is_dir: bool = False) -> None:
+        """Note an event on ``path`` (restarts its quiet period)."""
+        now = self.clock()
+        with self._lock:
+            first, _, was_dir = self._pending.get(path, (now, now, False))
+            self._pending[path] = (first, now, is_dir or was_dir)
+
+    def _due_at(self, first: float, last: float) -> float:
+        return min(last + self.delay, first + self.max_delay)
+
+    def pop_due(self) -> dict[Path, bool]:
+        """Remove and return the paths whose quiet period is over (path → is_dir)."""
+        now = self.clock()
+        with self._lock:
+            due = {p: v for p, v in self._pending.items() if self._due_at(v[0], v[1]) <= now}
+            for p in due:
+                del self._pending[p]
+        return {p: v[2] for p, v in due.items()}
+
+    def next_due_in(self) -> float | None:
+        """Seconds until the next path is due (0 if one is), None when nothing waits."""
+        now = self.clock()
+        with self._lock:
+            if not self._pending:
+                return None
+            return max(
+                0.0, min(self._due_at(f, last) for f, last, _ in self._pending.values()) - now
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+
+class FolderSync:
+    """Syncs the documents of ``root`` into ``store``: ``initial_sync``, then ``run``.
+
+    ``apply(events)`` is the synchronous core (no threads, no timing) that tests drive;
+    ``start`` adds the inotify observer feeding a ``Debouncer``; ``run`` applies due paths
+    on the calling thread (the only thread that touches the store) until ``stop``.
+    """
+
+    def __init__(
+        self,
+        store: DocumentStore,
+        root: Path | str,
+        *,
+        debounce: float = DEBOUNCE,
+        on_change: Callable[[Change], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        root = Path(root)
+        if not root.is_dir():
+            raise InvalidArgumentError(f"{root} is not a directory")
+        self.store = store
+        # Resolved once: source paths are stored resolved, and events arrive under it.
+        self.root = root.resolve()
+        self.on_change = on_change
+        self.pending = Debouncer(debounce, max(MAX_DELAY, debounce), clock)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._observer: Any = None  # watchdog's Observer (untyped)
+
+    # ------------------------------------------------------------------ the core
+    def initial_sync(self) -> list[Change]:
+        """Ingest every document file; delete owned documents whose file is gone."""
+        return self.reconcile({self.root: True})
+
+    def apply(self, events: Iterable[FileSystemEvent]) -> list[Change]:
+        """Apply watchdog events at once (no debounce): the deterministic path for tests."""
+        marks: dict[Path, bool] = {}
+        for event in events:
+            for path, is_dir in self._paths_of(event):
+                marks[path] = marks.get(path, False) or is_dir
+        return self.reconcile(marks)
+
+    def reconcile(self, marks: Mapping[Path, bool]) -> list[Change]:
+        """Make the store match the disk for these paths (path → was a directory)."""
+        files: dict[str, Path] = {}  # id → file to (re-)ingest
+        gone: set[str] = set()  # ids whose file is no longer there
+        for path, is_dir in marks.items():
+            if path.is_dir():
+                files.update((self._id(p), p) for p in iter_documents(path))
+            elif path.is_file() and is_document(path):
+                files[self._id(path)] = path
+            elif not path.exists() and is_document(path):
+                gone.add(self._id(path))
+            if is_dir or path.is_dir():  # a folder came, went or moved: sweep below it
+                gone |= self._vanished_under(path)
+        docs, changes, vanished = self._read(files)
+        for i in range(0, len(docs), BATCH):
+            changes += self._ingest(docs[i : i + BATCH])
+        changes += self._delete(sorted((gone - files.keys()) | vanished))
+        for change in changes:
+            if self.on_change is not None:
+                self.on_change(change)
+        return changes
+
+    def _id(self, path: Path) -> str:
+        return doc_id_for(path, self.root)
+
+    def _owned(self, doc_id: str) -> bool:
+        record = self.store.get(doc_id)
+        return (
+            record is not None
+            and record.source_path is not None
+            and Path(record.source_path) == self.root / doc_id
+        )
+
+    def _vanished_under(self, folder: Path) -> set[str]:
+        prefix = "" if folder == self.root else self._id(folder) + "/"
+        return {
+            i
+            for i in self.store.log.ids()
+            if i.startswith(prefix) and not (self.root / i).is_file() and self._owned(i)
+        }
+
+    def _read(self, files: Mapping[str, Path]) -> tuple[list[DocInput], list[Change], set[str]]:
+        """(documents to ingest, files skipped, ids whose file vanished before reading)."""
+        docs: list[DocInput] = []
+        skipped: list[Change] = []
+        vanished: set[str] = set()
+        for doc_id, path in sorted(files.items()):
+            try:
+                doc = read_document(path, self.root)
+            except InvalidArgumentError as exc:
+                if path.exists():  # unreadable or not UTF-8: say so, keep watching
+                    skipped.append(Change("skipped", doc_id, str(path), exc.message))
+                else:  # gone already (renamed away, deleted in a burst): quietly a deletion
+                    vanished.add(doc_id)
+                continue
+            if doc.text.strip():
+                docs.append(doc)
+            else:  # the store holds no empty text; the last version stays (like ingest_dir)
+                skipped.append(Change("skipped", doc_id, str(path), "empty file"))
+        return docs, skipped, vanished
+
+    def _ingest(self, docs: list[DocInput]) -> list[Change]:
+        try:
+            results = self.store.ingest_many(docs)  # one group commit for a burst
+        except AgentZeroStoreError as exc:
+            if len(docs) > 1:  # find the one document at fault; the others still go in
+                return [c for d in docs for c in self._ingest([d])]
+            return [self._failed(docs[0].id, docs[0].source_path or "", exc)]
+        return [
+            Change("ingested" if r.changed else "unchanged", r.id, d.source_path or "")
+            for d, r in zip(docs, results, strict=True)
+        ]
+
+    def _delete(self, ids: Iterable[str]) -> list[Change]:
+        changes: list[Change] = []
+        for doc_id in ids:
+            path = str(self.root / doc_id)
+            if not self._owned(doc_id):
+                continue  # not ours (or never ingested, e.g. an empty file): leave it
+            try:
+                if self.store.delete(doc_id):
+                    changes.append(Change("deleted", doc_id, path))
+            except AgentZeroStoreError as exc:
+                changes.append(self._failed(doc_id, path, exc))
+        return changes
+
+    def _failed(self, doc_id: str, path: str, exc: AgentZeroStoreError) -> Change:
+        # str(exc) carries the hint; the next event on the file retries it.
+        log.warning("%s: %s", path, exc)
+        return Change("skipped", doc_id, path, str(exc))
+
+    def _paths_of(self, event: FileSystemEvent) -> Iterator[tuple[Path, bool]]:
+        """The paths under root an event asks to look at again (hidden parts ignored)."""
+        if not isinstance(event, tuple(WATCHED_EVENTS)):
+            return
+        for raw in (event.src_path, event.dest_path):
+            if not raw:
+                continue
+            path = Path(raw.decode() if isinstance(raw, bytes) else raw)
+            try:
+                rel = path.relative_to(self.root)
+            except ValueError:
+                continue  # moved out of (or in from outside) the folder: the other side counts
+            if any(part.startswith(".") for part in rel.parts):
+                continue
+            if event.is_directory or is_document(path):
+                yield path, event.is_directory
+
+    # ------------------------------------------------------------------ live watching
+    def notice(self, event: FileSystemEvent) -> None:
+        """Queue an event's paths for the next quiet period (called on watchdog's thread)."""
+        for path, is_dir in self._paths_of(event):
+            self.pending.add(path, is_dir)
+            self._wake.set()
+
+    def start(self) -> None:
+        """Start the inotify observer (watches are in place when this returns)."""
+        sync = self
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                sync.notice(event)
+
+        self._observer = Observer()
+        self._observer.schedule(
+            Handler(), str(self.root), recursive=True, event_filter=WATCHED_EVENTS
+        )
+        self._observer.start()
+
+    def stop(self) -> None:
+        """Ask ``run`` to return; safe from a signal handler or another thread."""
+        # Only an Event.set: the loop never blocks on _stop, so this cannot deadlock
+        # against the thread it interrupts.
+        self._stop.set()
+
+    def step(self) -> list[Change]:
+        """Apply every path whose quiet period is over."""
+        due = self.pending.pop_due()
+        return self.reconcile(due) if due else []
+
+    def run(self) -> None:
+        """Apply due paths until ``stop``; errors are logged, never end the loop."""
+        try:
+            while not self._stop.is_set():
+                wait = self.pending.next_due_in()
+                self._wake.wait(POLL if wait is None else min(wait, POLL))
+                self._wake.clear()
+                try:
+                    self.step()
+                except Exception:  # never crash the watcher: log it, keep watching
+                    log.exception("could not apply changes under %s", self.root)
+        finally:
+            if self._observer is not None:
+                self._observer.stop()
+                self._observer.join()
+                self._observer = None
+
+
+@dataclass(frozen=True)
+class SyncSummary:
+    """How the initial sync went: how many document files got each outcome."""
+
+    path: str
+    counts: Mapping[str, int]
+    event: str = "synced"
+
+    @classmethod
+    def of(cls, root: Path, changes: Iterable[Change]) -> SyncSummary:
+        """Count ``changes`` by outcome."""
+        counts = Counter(c.event for c in changes)
+        return cls(str(root), {k: counts[k] for k in KINDS})
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: ``{"event": "synced", "path": ..., "ingested": n, ...}``."""
+        return {"event": self.event, "path": self.path, **self.counts}
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{n} {k}" for k, n in self.counts.items())
+        return f"synced {self.path}: {counts}; watching (Ctrl-C stops)"
+
+
+@contextmanager
+def stop_on_signals(sync: FolderSync) -> Iterator[None]:
+    """SIGINT and SIGTERM make ``sync.run`` return (so the store closes cleanly)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        sync.stop()
+
+    saved = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, old in saved.items():
+            signal.signal(s, old)
