@@ -229,3 +229,35 @@ def salvage(
             out.print("review it, then replace rag/index.jsonl with it (keep the damaged copy)")
 
     emit(result, human)
+
+
+@app.command()
+@cli_command
+def watch(
+    folder: Annotated[Path, typer.Argument(help="The folder to keep in step (recursive).")],
+    debounce: Annotated[
+        float, typer.Option(min=0.0, help="Seconds a file must be quiet before it is synced.")
+    ] = 0.3,
+    embedder: EmbedderOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Sync a folder into the store, then follow its changes until Ctrl-C or SIGTERM.
+
+    One line per change: rich on stderr, or JSON lines on stdout with --json. Only
+    documents whose source file lies in FOLDER are ever deleted.
+    """
+    from .watch import Change, FolderSync, SyncSummary, stop_on_signals
+
+    def show(item: Change | SyncSummary) -> None:
+        if STATE.json:
+            sys.stdout.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+            sys.stdout.flush()  # one line per change, now: consumers read it from a pipe
+        elif item.event != "unchanged":
+            err.print(str(item), markup=False)
+
+    with open_store(embedder) as store:
+        sync = FolderSync(store, folder, debounce=debounce, on_change=show)
+        with stop_on_signals(sync):
+            sync.start()  # watches first, so nothing changed during the sync is missed
+            show(SyncSummary.of(sync.root, sync.initial_sync()))
+            sync.run()
