@@ -1,0 +1,370 @@
+"""``rag watch``: FolderSync on real files and a real store, then the real CLI end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from watchdog.events import (
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedNoWriteEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileOpenedEvent,
+)
+
+from rag import DocInput, DocumentStore
+from rag.files import ingest_dir
+from rag.watch import Change, Debouncer, FolderSync
+
+from ..conftest import FAST, PASSPHRASE
+
+AGENTZERO = str(Path(sys.executable).parent / "agentzero")
+TIMEOUT = 20.0  # seconds the end-to-end test waits for the watcher to catch up
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.md").write_text("# Alpha\napples and pears\n")
+    (root / "sub" / "b.txt").write_text("beta is the second letter\n")
+    return root
+
+
+@pytest.fixture
+def store(data_dir: Path) -> Iterator[DocumentStore]:
+    s = DocumentStore.open(data_dir, passphrase=PASSPHRASE, config=FAST)
+    yield s
+    s.close()
+
+
+def state(store: DocumentStore) -> dict[str, str]:
+    """id → text of every live document."""
+    return {r.id: r.text for r in store.documents()}
+
+
+def kinds(changes: list[Change]) -> set[tuple[str, str | None]]:
+    return {(c.event, c.id) for c in changes}
+
+
+# ---------------------------------------------------------------- initial sync
+
+
+def test_initial_sync_ingests_and_deletes_only_owned_stale_docs(
+    store: DocumentStore, folder: Path, tmp_path: Path
+) -> None:
+    (folder / ".git").mkdir()
+    (folder / ".git" / "x.md").write_text("hidden dirs are not watched")
+    (folder / "image.png").write_bytes(b"\x89PNG")
+    (folder / "gone.md").write_text("was here once")
+    ingest_dir(store, folder)
+    (folder / "gone.md").unlink()
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "c.md").write_text("another folder's document")
+    ingest_dir(store, other)  # same-looking relative id space, other source: not ours
+    store.ingest_many([DocInput("old.md", "typed in, no source file")])
+
+    changes = FolderSync(store, folder).initial_sync()
+
+    assert kinds(changes) == {
+        ("unchanged", "a.md"),
+        ("unchanged", "sub/b.txt"),
+        ("deleted", "gone.md"),
+    }
+    assert set(state(store)) == {"a.md", "sub/b.txt", "c.md", "old.md"}
+
+
+# ---------------------------------------------------------------- apply(events)
+
+
+def test_apply_create_modify_delete_and_rename(store: DocumentStore, folder: Path) -> None:
+    sync = FolderSync(store, folder)
+    sync.initial_sync()
+    a, c = folder / "a.md", folder / "c.md"
+
+    c.write_text("gamma rays")
+    assert kinds(sync.apply([FileCreatedEvent(str(c)), FileModifiedEvent(str(c))])) == {
+        ("ingested", "c.md")
+    }
+    assert sync.apply([FileModifiedEvent(str(c))]) == [
+        Change("unchanged", "c.md", str(c))
+    ]  # identical content is a no-op in the store
+
+    a.rename(folder / "sub" / "a2.md")
+    moved = FileMovedEvent(str(a), str(folder / "sub" / "a2.md"))
+    assert kinds(sync.apply([moved])) == {("deleted", "a.md"), ("ingested", "sub/a2.md")}
+
+    c.unlink()
+    assert kinds(sync.apply([FileDeletedEvent(str(c))])) == {("deleted", "c.md")}
+    assert state(store) == {
+        "sub/a2.md": "# Alpha\napples and pears\n",
+        "sub/b.txt": "beta is the second letter\n",
+    }
+
+
+def test_apply_editor_save_dances(store: DocumentStore, folder: Path) -> None:
+    sync = FolderSync(store, folder)
+    sync.initial_sync()
+    a = folder / "a.md"
+
+    # write to a temp file, then os.replace over the real one: arrives as moved(tmp → real)
+    tmp = folder / ".a.md.tmp"
+    tmp.write_text("# Alpha\natomic save\n")
+    os.replace(tmp, a)
+    events = [FileCreatedEvent(str(tmp)), FileMovedEvent(str(tmp), str(a))]
+    assert kinds(sync.apply(events)) == {("ingested", "a.md")}
+
+    # vim: probe file 4913, a.md renamed to a.md~, a new a.md written, the backup removed
+    probe, backup = folder / "4913", folder / "a.md~"
+    probe.write_text("")
+    probe.unlink()
+    a.rename(backup)
+    a.write_text("# Alpha\nvim save\n")
+    backup.unlink()
+    events = [
+        FileCreatedEvent(str(probe)),
+        FileDeletedEvent(str(probe)),
+        FileMovedEvent(str(a), str(backup)),
+        FileCreatedEvent(str(a)),
+        FileModifiedEvent(str(a)),
+        FileDeletedEvent(str(backup)),
+    ]
+    assert kinds(sync.apply(events)) == {("ingested", "a.md")}
+
+    # emacs lock symlink and a document created and deleted within one burst: nothing
+    (folder / ".#a.md").symlink_to("user@host.123")
+    flash = folder / "flash.md"
+    events = [FileCreatedEvent(str(folder / ".#a.md")), FileCreatedEvent(str(flash))]
+    assert sync.apply(events) == []
+    assert state(store)["a.md"] == "# Alpha\nvim save\n"
+    assert set(state(store)) == {"a.md", "sub/b.txt"}
+
+
+def test_apply_skips_bad_files_and_ignores_reads(store: DocumentStore, folder: Path) -> None:
+    sync = FolderSync(store, folder)
+    sync.initial_sync()
+    bad, empty, a = folder / "bad.md", folder / "empty.md", folder / "a.md"
+    bad.write_bytes(b"\xff\xfe not utf-8")
+    empty.write_text("  \n")
+    changes = sync.apply([FileCreatedEvent(str(bad)), FileCreatedEvent(str(empty))])
+    assert kinds(changes) == {("skipped", "bad.md"), ("skipped", "empty.md")}
+    assert all(c.reason for c in changes)
+    # opening and reading a file (as the watcher itself does) is no change at all
+    assert sync.apply([FileOpenedEvent(str(a)), FileClosedNoWriteEvent(str(a))]) == []
+    # hidden folders and paths outside the root are not the watcher's business
+    (folder / ".git").mkdir()
+    (folder / ".git" / "x.md").write_text("inside a hidden folder")
+    outside = folder.parent / "outside.md"
+    outside.write_text("not in the folder")
+    events = [FileCreatedEvent(str(folder / ".git" / "x.md")), FileCreatedEvent(str(outside))]
+    assert sync.apply(events) == []
+    assert set(state(store)) == {"a.md", "sub/b.txt"}
+
+
+def test_apply_directory_moves_and_deletes(store: DocumentStore, folder: Path) -> None:
+    sync = FolderSync(store, folder)
+    sync.initial_sync()
+    (folder / "sub").rename(folder / "moved")
+    moved = DirMovedEvent(str(folder / "sub"), str(folder / "moved"))
+    assert kinds(sync.apply([moved])) == {("deleted", "sub/b.txt"), ("ingested", "moved/b.txt")}
+    (folder / "moved" / "b.txt").unlink()
+    (folder / "moved").rmdir()
+    assert kinds(sync.apply([DirDeletedEvent(str(folder / "moved"))])) == {
+        ("deleted", "moved/b.txt")
+    }
+
+
+def test_store_errors_are_reported_not_raised(store: DocumentStore, folder: Path) -> None:
+    sync = FolderSync(store, folder)
+    store.close()  # every write now fails with StoreClosedError
+    changes = sync.apply([FileModifiedEvent(str(folder / "a.md"))])
+    assert [c.event for c in changes] == ["skipped"]
+    assert "hint" in (changes[0].reason or "")
+
+
+# ---------------------------------------------------------------- debounce
+
+
+class ManualClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_debouncer_waits_for_quiet_and_coalesces() -> None:
+    clock = ManualClock()
+    d = Debouncer(0.3, 2.0, clock)
+    p, q = Path("/x/a.md"), Path("/x/dir")
+    d.add(p)
+    clock.now = 0.2
+    d.add(p)  # restarts a's quiet period
+    d.add(q, is_dir=True)
+    assert d.pop_due() == {} and d.next_due_in() == pytest.approx(0.3)
+    clock.now = 0.5
+    assert d.pop_due() == {p: False, q: True}
+    assert d.next_due_in() is None and len(d) == 0
+
+
+def test_debouncer_caps_the_delay_of_a_busy_file() -> None:
+    clock = ManualClock()
+    d = Debouncer(0.3, 2.0, clock)
+    p = Path("/x/log.md")
+    while clock.now < 1.9:
+        d.add(p)
+        clock.now += 0.1
+    assert d.pop_due() == {}
+    clock.now = 2.0
+    assert d.pop_due() == {p: False}
+
+
+def test_live_observer_debounces_a_burst(store: DocumentStore, folder: Path) -> None:
+    seen: list[Change] = []
+    got = threading.Event()
+
+    def on_change(c: Change) -> None:
+        seen.append(c)
+        got.set()
+
+    sync = FolderSync(store, folder, debounce=0.3, on_change=on_change)
+    sync.start()
+    sync.initial_sync()
+    seen.clear()
+    runner = threading.Thread(target=sync.run)
+    runner.start()
+    try:
+        c = folder / "c.md"
+        for i in range(5):  # a burst: one write every 50 ms, well inside the quiet period
+            c.write_text(f"gamma version {i}\n")
+            time.sleep(0.05)
+        assert got.wait(5)
+        time.sleep(0.6)  # nothing more may follow
+    finally:
+        sync.stop()
+        runner.join(5)
+    assert not runner.is_alive()
+    assert seen == [Change("ingested", "c.md", str(folder.resolve() / "c.md"))]
+    assert state(store)["c.md"] == "gamma version 4\n"
+
+
+# ---------------------------------------------------------------- end to end (real CLI)
+
+
+def cli(data_dir: Path, *args: str) -> Any:
+    p = subprocess.run(
+        [AGENTZERO, "--data-dir", str(data_dir), "rag", *args, "--json"],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads(p.stdout)
+
+
+def cli_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")}
+    env["AGENTZERO_PASSPHRASE"] = PASSPHRASE
+    return env
+
+
+def lines_of(proc: subprocess.Popen[str]) -> queue.Queue[dict[str, Any]]:
+    """The watcher's JSON lines, read on a thread so the test can wait with a timeout."""
+    q: queue.Queue[dict[str, Any]] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            q.put(json.loads(line))
+
+    threading.Thread(target=pump, daemon=True).start()
+    return q
+
+
+def wait_for(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def test_watch_cli_end_to_end(data_dir: Path, folder: Path) -> None:
+    # The store is made here with the fast test KDF (kept in keys.json, so every CLI
+    # call opens quickly), with one owned document whose file is already gone and one
+    # document that did not come from the folder.
+    with DocumentStore.open(data_dir, passphrase=PASSPHRASE, config=FAST) as s:
+        (folder / "stale.md").write_text("deleted while nobody watched")
+        ingest_dir(s, folder)
+        s.ingest_many([DocInput("mine.md", "typed in by hand")])
+    (folder / "stale.md").unlink()
+    (folder / "old.md").write_text("to be renamed\n")
+
+    proc = subprocess.Popen(
+        [AGENTZERO, "--data-dir", str(data_dir), "rag", "watch", str(folder)]
+        + ["--embedder", "none", "--debounce", "0.2", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        events = lines_of(proc)
+        first = [events.get(timeout=TIMEOUT) for _ in range(5)]
+        assert first[-1]["event"] == "synced", first
+        assert {(e["event"], e["id"]) for e in first[:-1]} == {
+            ("unchanged", "a.md"),
+            ("unchanged", "sub/b.txt"),
+            ("ingested", "old.md"),
+            ("deleted", "stale.md"),
+        }
+
+        (folder / "c.md").write_text("# Gamma\nzebra crossing\n")
+        tmp = folder / ".a.md.swp.tmp"
+        tmp.write_text("# Alpha\nquince jam\n")
+        os.replace(tmp, folder / "a.md")  # an editor's atomic save
+        (folder / "sub" / "b.txt").unlink()
+        (folder / "old.md").rename(folder / "new.md")
+
+        want = {
+            "a.md": len("# Alpha\nquince jam\n"),
+            "c.md": len("# Gamma\nzebra crossing\n"),
+            "new.md": len("to be renamed\n"),
+            "mine.md": len("typed in by hand"),
+        }
+        wait_for(
+            lambda: {r["id"]: r["chars"] for r in cli(data_dir, "list")} == want,
+            "the store to follow the folder",
+        )
+        assert cli(data_dir, "get", "a.md")["text"] == "# Alpha\nquince jam\n"
+        assert [h["id"] for h in cli(data_dir, "query", "zebra")] == ["c.md"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+
+    with DocumentStore.open(data_dir, passphrase=PASSPHRASE, config=FAST) as s:
+        assert set(state(s)) == set(want)
+        # close() checkpointed the index: a reopen has nothing to replay
+        assert all(st.covered_seq == st.source_seq for st in s.index_status())
