@@ -7,7 +7,6 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,9 +29,8 @@ from rag import DocInput, DocumentStore
 from rag.files import ingest_dir
 from rag.watch import Change, Debouncer, FolderSync
 
-from ..conftest import FAST, PASSPHRASE
+from ..conftest import AGENTZERO, FAST, PASSPHRASE, js, run_cli
 
-AGENTZERO = str(Path(sys.executable).parent / "agentzero")
 TIMEOUT = 20.0  # seconds the end-to-end test waits for the watcher to catch up
 
 
@@ -269,16 +267,8 @@ def test_live_observer_debounces_a_burst(store: DocumentStore, folder: Path) -> 
 
 
 def cli(data_dir: Path, *args: str) -> Any:
-    p = subprocess.run(
-        [AGENTZERO, "--data-dir", str(data_dir), "rag", *args, "--json"],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
-    assert p.returncode == 0, p.stdout + p.stderr
-    return json.loads(p.stdout)
+    """``agentzero rag ARGS --json`` in a fresh process (a read-only open beside the watcher)."""
+    return js(run_cli(data_dir, "rag", *args, "--json", passphrase=PASSPHRASE))
 
 
 def cli_env() -> dict[str, str]:
