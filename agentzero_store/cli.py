@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from . import cli_memory, cli_store
+from . import cli_memory, cli_ops, cli_store
 from .cli_common import STATE, JsonOpt, cli_command, data_dir, emit, out, setup_logging
 from .config import StoreConfig
 from .keys import generate_key_file
@@ -26,7 +26,9 @@ app = typer.Typer(
 )
 app.add_typer(cli_memory.app, name="memory", help="Conversation memory: append, recall, forget.")
 # Sub-apps are added here (store, rag, key, mcp).
-app.add_typer(cli_store.app, name="store", help="Derived indexes: status, rebuild.")
+app.add_typer(cli_store.app, name="store", help="Indexes, verify, backup, restore.")
+cli_ops.register_store_commands(cli_store.app)
+app.add_typer(cli_ops.key_app, name="key", help="Keys: change-passphrase, rotate, export-recovery.")
 
 
 @app.callback()

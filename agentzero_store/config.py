@@ -28,6 +28,7 @@ class StoreConfig:
 
     kdf: KdfParams = KdfParams()
     busy_timeout_ms: int = 5_000  # SQLite waits this long for another writer's lock
+    writer_lock_timeout_s: float = 10.0  # a second writer waits this long for the data dir
     checkpoint_every: int = 100  # sidecar checkpoint after this many inserts
     hnsw_m: int = 16  # HNSW graph degree
     hnsw_ef_construction: int = 200  # HNSW build-time beam width
@@ -48,6 +49,11 @@ class Layout:
     def keys(self) -> Path:
         """The key header: KDF params, salts, wrapped master key, store id."""
         return self.root / "keys.json"
+
+    @property
+    def writer_lock(self) -> Path:
+        """The single-writer lock file (holder's pid, host and command; see ``ops.lock``)."""
+        return self.root / "writer.lock"
 
     @property
     def memory_db(self) -> Path:

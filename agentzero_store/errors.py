@@ -196,3 +196,22 @@ class StoreClosedError(AgentZeroStoreError):
 
     code = "store_closed"
     default_hint = "open the store again"
+
+
+class StoreLockedError(AgentZeroStoreError):
+    """Another process holds the data dir's writer lock and did not release it in time."""
+
+    code = "store_locked"
+    exit_code = 6
+    default_hint = (
+        "wait for the other agentzero writer to finish, or stop it; readers may run "
+        "beside it. A lock left by a dead process is taken over automatically"
+    )
+
+
+class RotationInProgressError(AgentZeroStoreError):
+    """keys.json records an unfinished key rotation (a crash interrupted ``key rotate``)."""
+
+    code = "rotation_in_progress"
+    exit_code = 5
+    default_hint = "run `agentzero key rotate` to finish it; no data was lost"

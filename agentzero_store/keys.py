@@ -38,6 +38,7 @@ from .errors import (
     CorruptStoreError,
     CredentialRequiredError,
     InvalidKeyError,
+    RotationInProgressError,
     SchemaVersionError,
     StoreExistsError,
     StoreNotFoundError,
@@ -275,6 +276,18 @@ def _read_header(layout: Layout) -> dict[str, Any]:
     return header
 
 
+def read_header(layout: Layout) -> dict[str, Any]:
+    """The parsed key header (wrapped keys, salts, KDF params; no secret in the clear)."""
+    return _read_header(layout)
+
+
+def new_slot(
+    slot_id: str, cred: Credential, master: bytes, store_id: str, kdf: KdfParams
+) -> dict[str, Any]:
+    """A key slot in which ``cred`` wraps ``master`` (for key rotation and recovery keys)."""
+    return _new_slot(slot_id, cred, master, store_id, kdf)
+
+
 def store_exists(layout: Layout) -> bool:
     """True if the data dir has a key header."""
     return layout.keys.exists()
@@ -285,34 +298,58 @@ def read_store_id(layout: Layout) -> str:
     return str(_read_header(layout)["store_id"])
 
 
-def unlock(layout: Layout, cred: Credential) -> StoreKeys:
-    """Unwrap the master key with ``cred``. Reads keys.json only; writes nothing.
+def unwrap_slot(store_id: str, slot: Mapping[str, Any], cred: Credential) -> bytes | None:
+    """The master key ``slot`` wraps, if ``cred`` opens it; None if it does not fit."""
+    if slot.get("kind") != cred.kind:
+        return None
+    try:
+        wk = _wrapping_key(cred, slot["kdf"])
+        return AESGCM(wk).decrypt(
+            _unb64(slot["nonce"]), _unb64(slot["wrapped"]), _slot_aad(store_id, slot)
+        )
+    except InvalidTag:
+        return None
 
-    Raises ``WrongKeyError`` if no slot of the credential's kind accepts it.
+
+def unlock_slot(
+    layout: Layout, cred: Credential, *, allow_rotation: bool = False
+) -> tuple[StoreKeys, str]:
+    """Like ``unlock``, and also the id of the slot that opened. Reads keys.json only.
+
+    ``allow_rotation``: return the (old) keys even when keys.json records an unfinished
+    key rotation; only the rotation code itself and ``verify`` ask for that.
     """
     header = _read_header(layout)
     store_id = header["store_id"]
     kinds = sorted({s.get("kind") for s in header["slots"]})
     for slot in header["slots"]:
-        if slot.get("kind") != cred.kind:
-            continue
         try:
-            wk = _wrapping_key(cred, slot["kdf"])
-            master = AESGCM(wk).decrypt(
-                _unb64(slot["nonce"]), _unb64(slot["wrapped"]), _slot_aad(store_id, slot)
-            )
-        except InvalidTag:
-            continue
+            master = unwrap_slot(store_id, slot, cred)
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptStoreError(
                 f"key slot {slot.get('id')!r} is malformed", path=layout.keys
             ) from exc
-        return StoreKeys(store_id=store_id, master=master)
+        if master is None:
+            continue
+        if header.get("rotation") is not None and not allow_rotation:
+            # The data files may be under the old key, the new one, or a mix: only the
+            # rotation code knows how to finish, so a plain open must not guess.
+            raise RotationInProgressError(f"a key rotation of {layout.root} was interrupted")
+        return StoreKeys(store_id=store_id, master=master), str(slot["id"])
     if cred.kind not in kinds:
         raise WrongKeyError(
             f"this store opens with a {' or '.join(str(k) for k in kinds)}, not a {cred.kind}",
         )
     raise WrongKeyError(f"the {cred.kind} does not open the store in {layout.root}")
+
+
+def unlock(layout: Layout, cred: Credential) -> StoreKeys:
+    """Unwrap the master key with ``cred``. Reads keys.json only; writes nothing.
+
+    Raises ``WrongKeyError`` if no slot of the credential's kind accepts it, and
+    ``RotationInProgressError`` if a key rotation was interrupted.
+    """
+    return unlock_slot(layout, cred)[0]
 
 
 def create_keys(
@@ -392,5 +429,12 @@ def open_data_dir(
         passphrase=passphrase, key=key, key_file=key_file, prompt=prompt, confirm=not exists
     )
     if exists:
-        return layout, unlock(layout, cred)
+        try:
+            return layout, unlock(layout, cred)
+        except RotationInProgressError:
+            # A crash interrupted `key rotate`: finish it (under the writer lock) so the
+            # store opens with the same credential. Imported lazily: it needs the ops layer.
+            from .ops.rotate import resume_rotation
+
+            return layout, resume_rotation(layout, cred, io=io)
     return layout, create_keys(layout, cred, kdf=kdf or KdfParams(), io=io)

@@ -281,6 +281,32 @@ class Sidecar(Generic[P]):
         """Changes applied in memory but not yet checkpointed."""
         return self._pending
 
+    def verify_checkpoint(self) -> tuple[dict[str, Any], str | None]:
+        """Check the checkpoint on disk without loading it (for ``agentzero store verify``).
+
+        Returns ``(manifest, stale)``: ``stale`` names the first field that does not fit
+        this sidecar's source (another store id or log generation: the next open rebuilds
+        it), else None after the manifest's MAC and every data file's checksum and AES-GCM
+        tag were checked. Raises ``SidecarCorruptError`` naming what is damaged.
+        """
+        with self.lock, self._dir_lock():
+            m = self._read_manifest()
+            for field in ("format", "kind", "store_id"):
+                want = {"format": SIDECAR_FORMAT, "kind": self.index.kind,
+                        "store_id": self.source.store_id}[field]
+                if m.get(field) != want:
+                    return m, field
+            seq, files = m.get("covered_seq"), m.get("files")
+            if not isinstance(seq, int) or not isinstance(files, dict):
+                raise SidecarCorruptError(f"{MANIFEST} lacks covered_seq or files")
+            if seq > (source_seq := self.source.source_seq()):
+                raise SidecarCorruptError(
+                    f"the checkpoint covers seq {seq}, beyond its source's {source_seq}"
+                )
+            for name, f in files.items():
+                self._read_data_file(seq, name, f)
+            return m, None
+
     # ------------------------------------------------------------------ internals
     def _aad(self, seq: int, name: str) -> bytes:
         # Binds store, kind, seq and file role: a checkpoint file copied from another

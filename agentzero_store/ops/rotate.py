@@ -1,0 +1,191 @@
+"""``agentzero key rotate``: a new master key for every byte, crash-safe and resumable.
+
+The journal lives in keys.json itself. Steps, each safe to repeat::
+
+    1. journal   keys.json += {"rotation": {id, new master sealed under the OLD master}}
+    2. memory    memory.db: PRAGMA rekey to the new SQLCipher subkey (one transaction)
+    3. log       rag/index.jsonl re-sealed under the new documents subkey (atomic_write)
+    4. sidecars  checkpoints under the old sidecar subkey removed (rebuilt on next open)
+    5. commit    keys.json: the credential's slot now wraps the new master; journal gone
+
+The journal is durable before any file uses the new key, so no state exists in which
+data is under a key nobody can unwrap. While the journal exists, the credential still
+opens the OLD master, which unseals the new one: any credential of the store can finish
+the job. Each data file is under exactly one of the two keys at any instant (steps 2 and
+3 are atomic per file) and the code probes which. Opening a store whose journal is
+present finishes the rotation first (``keys.open_data_dir`` calls ``resume_rotation``),
+so after a crash the store opens with the same credential, under the new key.
+
+Other slots (a recovery key, a second passphrase) wrap the old master and cannot be
+rewrapped without their secrets: they are dropped and reported; export a new recovery
+key afterwards. Stop other agentzero processes first: an open connection keeps the old
+key (the writer lock keeps out writers that take it, not readers).
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..config import KdfParams, Layout, StoreConfig
+from ..crypto import InvalidTag, Sealer
+from ..errors import CorruptStoreError
+from ..fileio import DEFAULT_IO, FileIO
+from ..keys import (
+    KEY_BYTES,
+    Credential,
+    StoreKeys,
+    new_slot,
+    read_header,
+    unlock,
+    unlock_slot,
+    write_header,
+)
+from ..sidecar import MANIFEST
+from ..sqlcipher import Database
+from .keyops import slot_kdf
+from .lock import writer_lock
+
+ROTATION_FORMAT = "agentzero-rotation/1"
+
+
+@dataclass(frozen=True)
+class RotateResult:
+    """What a rotation did (``resumed``: it finished one a crash had interrupted)."""
+
+    data_dir: str
+    store_id: str
+    resumed: bool
+    memory_rekeyed: bool
+    log_resealed: bool
+    sidecars_dropped: int
+    slots_dropped: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return dict(self.__dict__)
+
+
+def _journal_sealer(old: StoreKeys) -> Sealer:
+    return Sealer(old.subkey("rotation-journal"))
+
+
+def _journal_aad(store_id: str, rotation_id: str) -> bytes:
+    return f"{ROTATION_FORMAT}|{store_id}|{rotation_id}".encode()
+
+
+def rotate_keys(
+    root: Path | str,
+    cred: Credential,
+    *,
+    timeout: float | None = None,
+    io: FileIO = DEFAULT_IO,
+) -> RotateResult:
+    """Rotate the master key of the data dir ``root``, or finish an interrupted rotation."""
+    layout = Layout(Path(root).expanduser())
+    with writer_lock(layout.root, timeout=timeout, purpose="key rotate"):
+        old, slot = unlock_slot(layout, cred, allow_rotation=True)
+        header = read_header(layout)
+        journal = header.get("rotation")
+        resumed = journal is not None
+        if journal is None:
+            new_master = secrets.token_bytes(KEY_BYTES)
+            rid = secrets.token_hex(8)
+            sealed = _journal_sealer(old).seal(new_master, _journal_aad(old.store_id, rid))
+            header["rotation"] = {
+                "format": ROTATION_FORMAT,
+                "id": rid,
+                "started_at": datetime.now(UTC).isoformat(),
+                "new_master": base64.b64encode(sealed).decode("ascii"),
+            }
+            # Step 1, durable before any file is written under the new key.
+            write_header(layout, header, io=io)
+        else:
+            new_master = _unseal_journal(layout, old, journal)
+        new = StoreKeys(store_id=old.store_id, master=new_master)
+        memory = _rekey_memory(layout.memory_db, old, new)
+        log = False
+        if layout.rag_log.exists():
+            from rag.maintenance import reseal_log  # lazily: the engine never imports rag eagerly
+
+            log = reseal_log(layout.rag_log, old, new, io=io)
+        dropped_sidecars = _drop_sidecar_checkpoints(layout, io)
+        dropped_slots = _commit(layout, cred, slot, new, io)
+    return RotateResult(
+        str(layout.root), old.store_id, resumed, memory, log, dropped_sidecars, dropped_slots
+    )
+
+
+def resume_rotation(layout: Layout, cred: Credential, *, io: FileIO = DEFAULT_IO) -> StoreKeys:
+    """Finish an interrupted rotation (if another process has not) and unlock."""
+    rotate_keys(layout.root, cred, io=io)
+    return unlock(layout, cred)
+
+
+def _unseal_journal(layout: Layout, old: StoreKeys, journal: Any) -> bytes:
+    try:
+        blob = base64.b64decode(journal["new_master"], validate=True)
+        return _journal_sealer(old).open(blob, _journal_aad(old.store_id, journal["id"]))
+    except (InvalidTag, KeyError, TypeError, ValueError) as exc:
+        raise CorruptStoreError(
+            "the key-rotation journal in keys.json is damaged",
+            path=layout.keys,
+            hint="restore keys.json from a backup taken before the rotation",
+        ) from exc
+
+
+def _rekey_memory(path: Path, old: StoreKeys, new: StoreKeys) -> bool:
+    """Step 2. False when memory.db is absent or already under the new key."""
+    if not path.exists():
+        return False
+    timeout_ms = StoreConfig().busy_timeout_ms
+    try:
+        Database(path, new.sqlcipher_key, busy_timeout_ms=timeout_ms).close()
+        return False  # a previous run got past the rekey commit
+    except CorruptStoreError:
+        pass  # not (yet) under the new key: it must open with the old one
+    db = Database(path, old.sqlcipher_key, busy_timeout_ms=timeout_ms)
+    try:
+        # PRAGMA rekey rewrites every page in ONE transaction: after a crash the file is
+        # entirely under the old key or entirely under the new one.
+        db.query(f"PRAGMA rekey = \"x'{new.sqlcipher_key.hex()}'\"")
+    finally:
+        db.close()
+    return True
+
+
+def _drop_sidecar_checkpoints(layout: Layout, io: FileIO) -> int:
+    """Step 4. Checkpoints sealed with the old sidecar subkey go; the next open rebuilds."""
+    n = 0
+    for d in (layout.memory_hnsw, layout.rag_tantivy, layout.rag_hnsw):
+        if not d.is_dir():
+            continue  # the directory stays: its presence is what enables an index
+        if (d / MANIFEST).exists():
+            # The manifest first: without it the data files are never read, whatever
+            # happens to them next.
+            io.unlink(d / MANIFEST)
+            n += 1
+        for p in d.iterdir():
+            if p.name.endswith(".sealed"):
+                io.unlink(p)
+        io.fsync_dir(d)
+    return n
+
+
+def _commit(layout: Layout, cred: Credential, slot: str, new: StoreKeys, io: FileIO) -> list[str]:
+    """Step 5, the commit point: one atomic rewrite of keys.json."""
+    header = read_header(layout)
+    kdf = slot_kdf(layout, slot) or KdfParams()
+    dropped = [str(s.get("id")) for s in header["slots"] if s.get("id") != slot]
+    header["slots"] = [new_slot(slot, cred, new.master, new.store_id, kdf)]
+    header.pop("rotation", None)
+    header["rotated_at"] = datetime.now(UTC).isoformat()
+    write_header(layout, header, io=io)
+    return dropped
+
+
+__all__ = ["RotateResult", "resume_rotation", "rotate_keys"]
