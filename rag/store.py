@@ -25,6 +25,7 @@ from agentzero_store.errors import InvalidArgumentError, NoEmbedderError
 from agentzero_store.fileio import DEFAULT_IO, FileIO
 from agentzero_store.hnsw_index import HnswIndex
 from agentzero_store.keys import StoreKeys, open_data_dir
+from agentzero_store.ops.lock import WriterLock, acquire_writer
 from agentzero_store.recall import rrf_fuse
 from agentzero_store.sidecar import EmbedderInfo, Progress, Sidecar, SidecarStatus
 
@@ -92,6 +93,7 @@ class DocumentStore:
         self.config = config
         self.chunking = chunking
         self._closed = False
+        self._writer_lock: WriterLock | None = None  # set by open() for read-write stores
         text_feed: ChunkFeed[str] = ChunkFeed(doclog, chunking, _bm25_text)
         self._text_feed = text_feed
         self.bm25: Sidecar[str] = Sidecar(
@@ -155,14 +157,18 @@ class DocumentStore:
             prompt=prompt,
             io=io,
         )
+        # One writer per data dir (waits, then names the holder); readers take no lock.
+        lock = None if readonly else acquire_writer(layout.root,
+                                                   timeout=config.writer_lock_timeout_s)
         if readonly and not layout.rag_log.exists():
             # The store exists (keys.json opened) but has no document yet: an empty log
             # is the truth then, and creating it changes no data.
             DocumentLog.open(layout.rag_log, keys, io=io).close()
         # The log belongs to the store: it is created whenever the key header exists.
-        doclog = DocumentLog.open(layout.rag_log, keys, io=io, create=True, readonly=readonly)
+        doclog: DocumentLog | None = None
         try:
-            return cls(
+            doclog = DocumentLog.open(layout.rag_log, keys, io=io, create=True, readonly=readonly)
+            store = cls(
                 layout,
                 keys,
                 doclog,
@@ -173,8 +179,13 @@ class DocumentStore:
                 progress=progress,
             )
         except BaseException:
-            doclog.close()
+            if doclog is not None:
+                doclog.close()
+            if lock is not None:
+                lock.release()
             raise
+        store._writer_lock = lock
+        return store
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -189,6 +200,8 @@ class DocumentStore:
                 except Exception as exc:  # a failed checkpoint loses nothing: log, go on
                     log.warning("could not checkpoint %s on close: %s", sidecar, exc)
         self.log.close()
+        if self._writer_lock is not None:
+            self._writer_lock.release()
 
     def __enter__(self) -> DocumentStore:
         return self
