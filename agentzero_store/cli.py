@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from . import cli_memory, cli_ops, cli_store
-from .cli_common import STATE, JsonOpt, cli_command, data_dir, emit, out, setup_logging
+from .cli_common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
 from .config import StoreConfig
 from .keys import generate_key_file
 from .memory import SqliteMemoryStore
@@ -82,6 +82,23 @@ def init(
     with SqliteMemoryStore.open(root, key_file=key_file, config=StoreConfig()) as store:
         result = {"data_dir": str(root), "store_id": store.store_id, "created": True}
     emit(result, lambda: out.print(f"created encrypted store {result['store_id']} in {root}"))
+
+
+@app.command("mcp")
+@cli_command
+def mcp_(
+    org: Annotated[
+        str | None, typer.Option("--org", help="Pin every memory tool to this org.")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Pin every memory tool to this agent.")
+    ] = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Serve the store to MCP clients over stdio (stdout is the protocol; logs on stderr)."""
+    from .mcp_server import McpSettings, serve  # lazily: only this command needs the SDK
+
+    serve(McpSettings(data_dir(), STATE.key_file, org, agent, embedder))
 
 
 def main() -> None:

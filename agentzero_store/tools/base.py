@@ -155,6 +155,7 @@ class AgentTool:
     name: str = ""
     description: str = ""
     args: tuple[Arg, ...] = ()
+    writes = False  # True: the host takes the data dir's writer role around each call
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of the tool's input (an object; unknown keys refused)."""

@@ -111,6 +111,8 @@ class RagQueryTool(AgentTool):
 class RagIngestTool(AgentTool):
     """Ingest one document: ``{"id": str, "text": str, "title"?, "metadata"?}``."""
 
+    writes = True
+
     def __init__(self, store: Documents, *, name: str = "rag_ingest", max_chars: int = 2_000_000):
         self.store = store
         self.name = name
@@ -135,6 +137,8 @@ class RagIngestTool(AgentTool):
 
 class RagDeleteTool(AgentTool):
     """Delete one document: ``{"id": str}`` → ``{"deleted": bool}``."""
+
+    writes = True
 
     def __init__(self, store: Documents, *, name: str = "rag_delete"):
         self.store = store

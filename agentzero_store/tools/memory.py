@@ -114,6 +114,8 @@ class SemanticRecallTool(AgentTool):
 class MemoryAppendTool(AgentTool):
     """Append one memory in the tool's scope; embedded when the store has an embedder."""
 
+    writes = True
+
     def __init__(
         self,
         store: SqliteMemoryStore,
@@ -179,6 +181,8 @@ class MemoryAppendTool(AgentTool):
 
 class MemoryForgetTool(AgentTool):
     """Delete memories by id, by conversation, or all in scope; never outside the scope."""
+
+    writes = True
 
     def __init__(
         self,
