@@ -1,0 +1,133 @@
+"""The benchmark harness: every figure beside its raw-library anchor, in one run.
+
+    .venv/bin/python benchmarks/run.py              # full sizes (100k), ~20-30 min here
+    .venv/bin/python benchmarks/run.py --quick      # small sizes, < 2 min (what CI runs)
+    .venv/bin/python benchmarks/run.py --only memory,bm25 --json out.json
+    .venv/bin/python benchmarks/run.py --setup-peers   # Chroma in benchmarks/.peers-venv
+
+Groups (``--only``): memory (append, rebuild, open, recall), rss, chroma, bm25, scifact.
+Prints a markdown table (figure, ours, anchor, ratio, goal, pass) and writes JSON
+(default ``bench-out/results.json``). Speed figures are ratios against an anchor measured
+in the same run, ours and anchor interleaved, median over trials: absolute numbers on a
+shared machine drift. Chroma runs in its own venv (never a dependency of the store); the
+SciFact data is read in place from ``--scifact`` (default ``../shared/data/scifact``).
+Both are skipped, saying so, when absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(HERE), str(REPO)]
+
+from _harness import Figure, Skipped, table  # noqa: E402
+
+GROUPS = ("memory", "rss", "chroma", "bm25", "scifact")
+NEEDS_MEMORY = {"memory", "rss", "chroma"}  # groups that reuse the filled memory store
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, under two minutes")
+    ap.add_argument("--only", default=None,
+                    help=f"comma-separated groups: {', '.join(GROUPS)}")
+    ap.add_argument("--json", type=Path, default=REPO / "bench-out" / "results.json",
+                    help="where to write the JSON results")
+    ap.add_argument("--scifact", type=Path, default=REPO.parent / "shared" / "data" / "scifact",
+                    help="BEIR SciFact folder (read in place, never copied)")
+    ap.add_argument("--tmp", type=Path, default=None, help="parent of the scratch directory")
+    ap.add_argument("--setup-peers", action="store_true",
+                    help="create benchmarks/.peers-venv with Chroma, then exit")
+    args = ap.parse_args(argv)
+    only = GROUPS if args.only is None else tuple(g.strip() for g in args.only.split(","))
+    unknown = sorted(set(only) - set(GROUPS))
+    if unknown:
+        ap.error(f"unknown group(s) {', '.join(unknown)}; choose from {', '.join(GROUPS)}")
+    args.groups = only
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the selected groups; print the table; write the JSON. Exit 0 unless a crash."""
+    args = _args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    import _peers
+
+    if args.setup_peers:
+        return _peers.setup()
+    started = time.perf_counter()
+    figures: list[Figure] = []
+    skipped: list[Skipped] = []
+
+    def progress(msg: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f} s] {msg}", file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="agentzero-bench-", dir=args.tmp) as tmp:
+        if NEEDS_MEMORY & set(args.groups):
+            import _memory
+
+            progress("memory: filling the store")
+            ctx = _memory.make_context(Path(tmp), _memory.QUICK if args.quick else _memory.FULL)
+            try:
+                figures += _memory.run(ctx, progress)
+                if "rss" in args.groups:
+                    import _rss
+
+                    progress("rss: peak RSS of ours vs raw hnswlib, in child processes")
+                    ctx.close()
+                    figures += _rss.run(ctx)
+                if "chroma" in args.groups:
+                    progress("chroma: same vectors in Chroma (its own venv)")
+                    got = _peers.run_chroma(ctx, progress)
+                    if isinstance(got, Skipped):
+                        skipped.append(got)
+                    else:
+                        figures += got
+            finally:
+                ctx.close()
+        if "bm25" in args.groups:
+            import _rag
+
+            progress("bm25: BM25-only ingest vs raw tantivy-py")
+            figures += _rag.bm25_ingest(Path(tmp), quick=args.quick)
+        if "scifact" in args.groups:
+            import _rag
+
+            progress(f"scifact: ingest + nDCG@10 from {args.scifact}")
+            got_sf = _rag.scifact(Path(tmp), args.scifact, quick=args.quick, progress=progress)
+            if isinstance(got_sf, Skipped):
+                skipped.append(got_sf)
+            else:
+                figures += got_sf
+    elapsed = time.perf_counter() - started
+    kind = "Quick run (small sizes: a CI smoke test)" if args.quick else "Full run"
+    print(f"\n{kind}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, {elapsed:.0f} s\n")
+    print(table(figures, skipped))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "quick": args.quick,
+        "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()},
+        "seconds": round(elapsed, 1),
+        "figures": [f.to_dict() for f in figures],
+        "skipped": [s.__dict__ for s in skipped],
+    }, indent=2) + "\n", encoding="utf-8")
+    print(f"\nJSON: {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
