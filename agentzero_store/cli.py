@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from . import cli_memory, cli_ops, cli_store
+from . import cli_memory, cli_ops, cli_reembed, cli_store
 from .cli_common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
 from .config import StoreConfig
 from .keys import generate_key_file
@@ -28,6 +28,7 @@ app.add_typer(cli_memory.app, name="memory", help="Conversation memory: append, 
 # Sub-apps are added here (store, rag, key, mcp).
 app.add_typer(cli_store.app, name="store", help="Indexes, verify, backup, restore.")
 cli_ops.register_store_commands(cli_store.app)
+cli_store.app.command("reembed")(cli_command(cli_reembed.reembed))
 app.add_typer(cli_ops.key_app, name="key", help="Keys: change-passphrase, rotate, export-recovery.")
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp_types import TextContent
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
 from agentzero_store.api_embedder import ApiEmbedder
@@ -53,6 +54,7 @@ def server_params(data_dir: Path, *args: str, env: dict[str, str]) -> StdioServe
 
 def result(r: Any) -> dict[str, Any]:
     """A tool result's JSON (the text content and the structured content agree)."""
+    assert isinstance(r.content[0], TextContent)
     data: dict[str, Any] = json.loads(r.content[0].text)
     assert r.structured_content == data
     return data
@@ -119,21 +121,22 @@ def test_every_tool_through_a_real_client_session(
             r = await s.call_tool("memory_recall", {"query": "allergic", "limit": 10})
             hits = result(r)["results"]
             assert hits[0]["id"] == own_id and hits[0]["ranks"] == {"semantic": 1}
-            assert "zebra" not in r.content[0].text and "shellfish" not in r.content[0].text
+            assert "zebra" not in json.dumps(hits) and "shellfish" not in json.dumps(hits)
             r = await s.call_tool("memory_recall", {"query": "allergic", "mode": "hybrid"})
             assert [h["content"] for h in result(r)["results"]][0] == "I am allergic to peanuts"
 
             # another tenant: refused, with the error's code and hint
-            for name, args in [
+            refused: list[tuple[str, dict[str, Any]]] = [
                 ("memory_recall", {"query": "launch code", "mode": "keyword", "org_id": "o2"}),
                 ("memory_recall", {"query": "launch code", "agent_id": "a9"}),
                 ("memory_append", {"content": "planted", "org_id": "o2"}),
                 ("memory_forget", {"all_in_scope": True, "org_id": "o2"}),
-            ]:
+            ]
+            for name, args in refused:
                 r = await s.call_tool(name, args)
                 err = result(r)
                 assert r.is_error and err["error"] == "scope_violation" and err["hint"]
-                assert "zebra" not in r.content[0].text
+                assert "zebra" not in json.dumps(err)
             # keyword search over everything the pinned tool sees: o2's row never appears
             r = await s.call_tool(
                 "memory_recall", {"query": "zebra launch code", "mode": "keyword"}
