@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, cast
@@ -23,6 +25,7 @@ from .cli_common import (
 )
 from .errors import InvalidArgumentError, NotFoundError
 from .memory import SqliteMemoryStore
+from .ops.lock import writer_lock
 from .records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
 
 app = typer.Typer(no_args_is_help=True)
@@ -37,6 +40,13 @@ def _open(embedder: str | None = "none") -> SqliteMemoryStore:
     return SqliteMemoryStore.open(
         data_dir(), create=False, embedder=make_embedder(embedder), **store_kwargs()
     )
+
+
+@contextmanager
+def _open_writer(embedder: str | None = "none") -> Iterator[SqliteMemoryStore]:
+    # One writer per data dir: wait for (then name) another writer rather than interleave.
+    with writer_lock(data_dir(), purpose="agentzero memory"), _open(embedder) as store:
+        yield store
 
 
 def _hits_table(hits: list[MemoryHit]) -> None:
@@ -110,7 +120,7 @@ def append(
         metadata=meta,
         expires_at=_expiry(expires_in, expires_at),
     )
-    with _open(embedder) as store:
+    with _open_writer(embedder) as store:
         eid = store.append(entry)
     emit({"id": eid}, lambda: out.print(eid))
 
@@ -132,7 +142,7 @@ def import_(
             except (json.JSONDecodeError, TypeError) as exc:
                 raise InvalidArgumentError(f"{path}:{n}: {exc}") from exc
     ids: list[str] = []
-    with _open(embedder) as store, progress("importing", len(entries)) as advance:
+    with _open_writer(embedder) as store, progress("importing", len(entries)) as advance:
         for i in range(0, len(entries), batch):
             ids += store.append_many(entries[i : i + batch])
             advance(len(entries[i : i + batch]))
@@ -196,7 +206,7 @@ def get(entry_id: str, json_out: JsonOpt = False) -> None:
 @cli_command
 def delete(entry_id: str, json_out: JsonOpt = False) -> None:
     """Delete one memory by id (overwritten on disk)."""
-    with _open() as store:
+    with _open_writer() as store:
         if not store.delete(entry_id):
             raise NotFoundError(f"no memory with id {entry_id}")
     emit({"deleted": entry_id}, lambda: out.print(f"deleted {entry_id}"))
@@ -211,7 +221,7 @@ def forget(
     json_out: JsonOpt = False,
 ) -> None:
     """Delete every memory in a scope (at least one of --org/--agent/--conversation)."""
-    with _open() as store:
+    with _open_writer() as store:
         n = store.forget(org_id=org, agent_id=agent, conversation_id=conversation)
     emit({"deleted": n}, lambda: out.print(f"forgot {n} memories"))
 
@@ -220,6 +230,6 @@ def forget(
 @cli_command
 def gc(json_out: JsonOpt = False) -> None:
     """Delete expired memories."""
-    with _open() as store:
+    with _open_writer() as store:
         n = store.gc_expired()
     emit({"deleted": n}, lambda: out.print(f"removed {n} expired memories"))

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Layout, StoreConfig
-from ..errors import StoreLockedError
+from ..errors import StoreLockedError, StoreNotFoundError
 from ..fileio import translate_os_errors
 
 log = logging.getLogger(__name__)
@@ -124,8 +124,9 @@ def acquire_writer(
     Raises ``StoreLockedError`` naming the holder when the wait runs out.
     """
     path = Layout(Path(root).expanduser()).writer_lock
-    with translate_os_errors("creating", path.parent):
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not path.parent.is_dir():
+        # Never create a data dir as a side effect of locking it.
+        raise StoreNotFoundError(f"no store in {path.parent}")
     key = os.path.realpath(path)
     with _MUTEX:
         if (held := _HELD.get(key)) is not None:
