@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..embeddings import Embedder
 from ..errors import AgentZeroStoreError, InvalidArgumentError
 
 JsonType = Literal["string", "integer", "number", "boolean", "object"]
@@ -224,6 +225,37 @@ class AgentTool:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+def search_args(
+    what: str, max_limit: int, modes: tuple[str, ...], default_mode: str, mode_help: str
+) -> tuple[Arg, Arg, Arg]:
+    """The ``query``, ``limit`` and ``mode`` arguments every search tool takes."""
+    return (
+        Arg(
+            "query", "string", "What to look for, in plain words.", required=True, max_length=4_096
+        ),
+        Arg(
+            "limit",
+            "integer",
+            f"How many {what} to return, best first.",
+            default=5,
+            minimum=1,
+            maximum=max_limit,
+        ),
+        Arg("mode", "string", mode_help, default=default_mode, enum=modes),
+    )
+
+
+def search_result(
+    results: list[Result], mode: str, embedder: Embedder | None, *, lexical: str
+) -> Result:
+    """A search tool's answer: results, the mode, and which embedder answered (if any)."""
+    return {
+        "results": results,
+        "mode": mode,
+        "embedder": embedder.model_id if embedder is not None and mode != lexical else None,
+    }
 
 
 def require_one(tool: str, args: Mapping[str, Any], names: Sequence[str]) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from ..embeddings import Embedder
-from .base import AgentTool, Arg, Result
+from .base import AgentTool, Arg, Result, search_args, search_result
 
 DocMode = Literal["bm25", "semantic", "hybrid"]
 
@@ -77,35 +77,21 @@ class RagQueryTool(AgentTool):
         self.description = QUERY_DESCRIPTION
         semantic = store.embedder is not None
         modes: tuple[str, ...] = ("bm25", "semantic", "hybrid") if semantic else ("bm25",)
-        self.args = (
-            Arg("query", "string", "What to look for.", required=True, max_length=4_096),
-            Arg(
-                "limit",
-                "integer",
-                "How many documents to return, best first.",
-                default=5,
-                minimum=1,
-                maximum=max_limit,
-            ),
-            Arg(
-                "mode",
-                "string",
-                "bm25 (keywords), semantic (meaning) or hybrid (both)"
-                if semantic
-                else "bm25 (keywords); semantic modes need an embedder, and none is configured",
-                default="hybrid" if semantic else "bm25",
-                enum=modes,
-            ),
+        self.args = search_args(
+            "documents",
+            max_limit,
+            modes,
+            "hybrid" if semantic else "bm25",
+            "bm25 (keywords), semantic (meaning) or hybrid (both)"
+            if semantic
+            else "bm25 (keywords); semantic modes need an embedder, and none is configured",
         )
 
     def _run(self, a: dict[str, Any]) -> Result:
         hits = self.store.query(a["query"], a["limit"], a["mode"])
-        embedder = self.store.embedder
-        return {
-            "results": [h.to_dict() for h in hits],
-            "mode": a["mode"],
-            "embedder": embedder.model_id if embedder and a["mode"] != "bm25" else None,
-        }
+        return search_result(
+            [h.to_dict() for h in hits], a["mode"], self.store.embedder, lexical="bm25"
+        )
 
 
 class RagIngestTool(AgentTool):

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..memory import SqliteMemoryStore
 from ..records import KINDS, MemoryEntry, MemoryHit, Source
-from .base import AgentTool, Arg, Result, require_one, scope_args
+from .base import AgentTool, Arg, Result, require_one, scope_args, search_args, search_result
 
 RECALL_DESCRIPTION = (
     "Search this agent's long-term memory of earlier conversations and notes. "
@@ -69,27 +69,12 @@ class SemanticRecallTool(AgentTool):
         self.name = name
         self.description = RECALL_DESCRIPTION
         self.args = (
-            Arg(
-                "query",
-                "string",
-                "What to look for, in plain words.",
-                required=True,
-                max_length=4_096,
-            ),
-            Arg(
-                "limit",
-                "integer",
-                "How many memories to return, best first.",
-                default=5,
-                minimum=1,
-                maximum=max_limit,
-            ),
-            Arg(
-                "mode",
-                "string",
+            *search_args(
+                "memories",
+                max_limit,
+                ("semantic", "hybrid", "keyword"),
+                "semantic",
                 "semantic (meaning), keyword (exact words) or hybrid (both).",
-                default="semantic",
-                enum=("semantic", "hybrid", "keyword"),
             ),
             *scope_args(org_id, agent_id),
         )
@@ -103,12 +88,9 @@ class SemanticRecallTool(AgentTool):
             agent_id=a["agent_id"],
             conversation_id=a["conversation_id"],
         )
-        embedder = self.store.embedder
-        return {
-            "results": [hit_json(h) for h in hits],
-            "mode": a["mode"],
-            "embedder": embedder.model_id if embedder and a["mode"] != "keyword" else None,
-        }
+        return search_result(
+            [hit_json(h) for h in hits], a["mode"], self.store.embedder, lexical="keyword"
+        )
 
 
 class MemoryAppendTool(AgentTool):
