@@ -117,27 +117,25 @@ def _check_memory(layout: Layout, keys: StoreKeys, report: VerifyReport) -> int 
     db = None
     try:
         db = Database(path, keys.sqlcipher_key, busy_timeout_ms=StoreConfig().busy_timeout_ms)
-        bad = [str(r[0]) for r in db.query("PRAGMA cipher_integrity_check")]
-        for line in bad:
-            m = _PAGE.search(line)
-            report.findings.append(
-                Finding(str(path), f"page {m[1]}" if m else None, line, FIX_RESTORE)
-            )
+        for line in (str(r[0]) for r in db.query("PRAGMA cipher_integrity_check")):
+            report.findings.append(Finding(str(path), _page_of(line), line, FIX_RESTORE))
         rows = [str(r[0]) for r in db.query("PRAGMA integrity_check")]
         for line in rows if rows != ["ok"] else []:
             report.findings.append(
                 Finding(str(path), None, f"integrity_check: {line}", FIX_RESTORE)
             )
-        stored = db.get_meta("store_id") if _has_meta(db) else keys.store_id
-        if stored != keys.store_id:
-            report.findings.append(
-                Finding(
-                    str(path), "meta.store_id", "memory.db belongs to another store", FIX_RESTORE
+        seq = 0
+        if db.query("SELECT 1 FROM sqlite_master WHERE name = 'meta'"):  # else: never migrated
+            if db.get_meta("store_id") != keys.store_id:
+                report.findings.append(
+                    Finding(
+                        str(path),
+                        "meta.store_id",
+                        "memory.db belongs to another store",
+                        FIX_RESTORE,
+                    )
                 )
-            )
-        seq = (
-            int(db.query("SELECT coalesce(max(seq), 0) FROM changes")[0][0]) if _has_meta(db) else 0
-        )
+            seq = int(db.query("SELECT coalesce(max(seq), 0) FROM changes")[0][0])
         report.checked["memory_db"] = {"pages_checked": True, "seq": seq}
         return seq
     except AgentZeroStoreError as exc:
@@ -147,10 +145,6 @@ def _check_memory(layout: Layout, keys: StoreKeys, report: VerifyReport) -> int 
     finally:
         if db is not None:
             db.close()
-
-
-def _has_meta(db: Database) -> bool:
-    return bool(db.query("SELECT 1 FROM sqlite_master WHERE name = 'meta'"))
 
 
 def _page_of(message: str) -> str | None:

@@ -104,35 +104,11 @@ def test_restore_refuses_an_edited_manifest_or_an_incomplete_backup(
 
 def test_cli_backup_restore_verify(populated: Path, tmp_path: Path) -> None:
     bk, new = tmp_path / "bk", tmp_path / "new"
-    assert (
-        js(run_cli(populated, "store", "backup", str(bk), "--json", passphrase=PASSPHRASE))[
-            "log_seq"
-        ]
-        == 27
-    )
-    r = js(
-        run_cli(
-            populated,
-            "store",
-            "restore",
-            str(bk),
-            "--data-dir",
-            str(new),
-            "--json",
-            passphrase=PASSPHRASE,
-        )
-    )
+    backup = js(run_cli(populated, "store", "backup", str(bk), "--json", passphrase=PASSPHRASE))
+    assert backup["log_seq"] == 27
+    restore = ["store", "restore", str(bk), "--data-dir", str(new), "--json"]
+    r = js(run_cli(populated, *restore, passphrase=PASSPHRASE))
     assert r["verify"]["clean"] is True
     assert verify_store(new, CRED).clean
-    again = run_cli(
-        populated,
-        "store",
-        "restore",
-        str(bk),
-        "--data-dir",
-        str(new),
-        "--json",
-        passphrase=PASSPHRASE,
-        check=False,
-    )
+    again = run_cli(populated, *restore, passphrase=PASSPHRASE, check=False)
     assert again.returncode == 4 and js(again)["error"] == "store_exists"
