@@ -190,7 +190,7 @@ def test_no_vector_is_ever_on_disk_in_plaintext(tmp_path: Path) -> None:
     # hnswlib re-normalises what it stores (last-bit differences): scan for its copies too.
     h = s.hnsw_index
     assert h is not None and h.sidecar is not None
-    native = np.asarray(h.sidecar.index._index.get_items([lab for lab, _ in rows]),  # type: ignore[attr-defined]
+    native = np.asarray(h.sidecar.index.hnsw._index.get_items([lab for lab, _ in rows]),  # type: ignore[attr-defined]
                         dtype=np.float32)
     in_graph = [v.tobytes() for v in native]
 
@@ -236,7 +236,7 @@ def test_native_search_failure_falls_back_to_exact_and_rebuilds(tmp_path: Path) 
         h = s.hnsw_index
         assert h is not None and h.sidecar is not None
         # Named fault injection: the native index object is gone, as after a bad free.
-        h.sidecar.index._index = None  # type: ignore[attr-defined]
+        h.sidecar.index.hnsw._index = None  # type: ignore[attr-defined]
         assert ids(s.semantic_recall(vec(11), 1)) == [got[11]]
         assert h.wait_ready(10)
         assert ids(s.semantic_recall(vec(12), 1)) == [got[12]]
