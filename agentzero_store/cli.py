@@ -116,4 +116,4 @@ def _mount_optional() -> None:
 
     if not any(g.name == "rag" for g in app.registered_groups):
         app.add_typer(rag_cli.app, name="rag", help="Documents: ingest, query, watch, compact.")
-        cli_store.EXTRA_STORES.append(lambda: rag_cli.open_store(None, readonly=True))
+        cli_store.EXTRA_STORES.append(rag_cli.open_existing_store)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Annotated, Any, Protocol
 
 import typer
@@ -41,6 +42,10 @@ def status_of(stores: Sequence[HasSidecars]) -> list[dict[str, Any]]:
         for st in store.index_status():
             d = st.to_dict()
             d["behind"] = max(0, st.source_seq - st.covered_seq)
+            # A short, stable name: the sidecar's path inside the data dir (memory.hnsw,
+            # rag/index.jsonl.tantivy, ...), or the full path if it lives elsewhere.
+            p = Path(st.path)
+            d["name"] = str(p.relative_to(data_dir())) if p.is_relative_to(data_dir()) else st.path
             rows.append(d)
     return rows
 
@@ -66,7 +71,7 @@ def rebuild_indexes(
 
 # Stores beside the memory store whose indexes `store status|rebuild` cover. The engine
 # never imports rag: the CLI entry point (cli.main) registers its opener here.
-EXTRA_STORES: list[Callable[[], Any]] = []
+EXTRA_STORES: list[Callable[[], Any | None]] = []  # an opener returns None: nothing there
 
 
 @contextmanager
@@ -78,7 +83,8 @@ def _open_all() -> Iterator[list[Any]]:
             )
         ]
         for opener in EXTRA_STORES:
-            stores.append(stack.enter_context(opener()))
+            if (extra := opener()) is not None:
+                stores.append(stack.enter_context(extra))
         yield stores
 
 
@@ -105,7 +111,7 @@ def status(json_out: JsonOpt = False) -> None:
         for r in rows:
             emb = f"{r['embedder'] or '?'} ({r['dimension']}-d)" if r["dimension"] else "-"
             t.add_row(
-                r["path"],
+                r["name"],
                 f"{r['covered_seq']} / {r['source_seq']}",
                 str(r["entries"]),
                 _size(r["size_bytes"]),

@@ -23,6 +23,7 @@ from agentzero_store.cli_common import (
     progress,
     store_kwargs,
 )
+from agentzero_store.config import Layout
 from agentzero_store.errors import InvalidArgumentError, NotFoundError
 
 from .query import MODES, DocumentHit
@@ -40,6 +41,13 @@ def open_store(embedder: str | None = "none", *, readonly: bool = False) -> Docu
         embedder=make_embedder(embedder),
         **store_kwargs(),
     )
+
+
+def open_existing_store() -> DocumentStore | None:
+    """The document store for ``store status|rebuild``; None if no document log exists."""
+    if not Layout(data_dir()).rag_log.exists():
+        return None  # a read-only command must not create the log
+    return open_store(None, readonly=True)
 
 
 def _hits_table(hits: list[DocumentHit]) -> None:
