@@ -79,19 +79,34 @@ def _journal_aad(store_id: str, rotation_id: str) -> bytes:
 
 
 def rotate_keys(
-    root: Path | str,
-    cred: Credential,
-    *,
-    timeout: float | None = None,
-    io: FileIO = DEFAULT_IO,
+    root: Path | str, cred: Credential, *, timeout: float | None = None, io: FileIO = DEFAULT_IO
 ) -> RotateResult:
     """Rotate the master key of the data dir ``root``, or finish an interrupted rotation."""
-    layout = Layout(Path(root).expanduser())
+    result = _rotate(Layout(Path(root).expanduser()), cred, timeout, io, start=True)
+    assert result is not None  # start=True always rotates
+    return result
+
+
+def resume_rotation(layout: Layout, cred: Credential, *, io: FileIO = DEFAULT_IO) -> StoreKeys:
+    """Finish an interrupted rotation (unless another process has by now) and unlock.
+
+    Never starts a new one: the process that was rotating may have finished while we
+    waited for the writer lock.
+    """
+    _rotate(layout, cred, None, io, start=False)
+    return unlock(layout, cred)
+
+
+def _rotate(
+    layout: Layout, cred: Credential, timeout: float | None, io: FileIO, *, start: bool
+) -> RotateResult | None:
     with writer_lock(layout.root, timeout=timeout, purpose="key rotate"):
         old, slot = unlock_slot(layout, cred, allow_rotation=True)
         header = read_header(layout)
         journal = header.get("rotation")
         resumed = journal is not None
+        if journal is None and not start:
+            return None
         if journal is None:
             new_master = secrets.token_bytes(KEY_BYTES)
             rid = secrets.token_hex(8)
@@ -118,12 +133,6 @@ def rotate_keys(
     return RotateResult(
         str(layout.root), old.store_id, resumed, memory, log, dropped_sidecars, dropped_slots
     )
-
-
-def resume_rotation(layout: Layout, cred: Credential, *, io: FileIO = DEFAULT_IO) -> StoreKeys:
-    """Finish an interrupted rotation (if another process has not) and unlock."""
-    rotate_keys(layout.root, cred, io=io)
-    return unlock(layout, cred)
 
 
 def _unseal_journal(layout: Layout, old: StoreKeys, journal: Any) -> bytes:

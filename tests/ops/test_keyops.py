@@ -128,3 +128,10 @@ def test_cli_key_commands(populated: Path) -> None:
     old = run_cli(populated, "store", "verify", check=False, passphrase=PASSPHRASE)
     assert old.returncode == 3
     assert js(run_cli(populated, "store", "verify", "--json", passphrase="second"))["clean"]
+
+
+def test_resume_never_starts_a_new_rotation(populated: Path) -> None:
+    # E.g. the rotating process finished while this one waited for the writer lock.
+    before = unlock(Layout(populated), CRED).master
+    assert rotate_mod.resume_rotation(Layout(populated), CRED).master == before
+    assert "rotation" not in json.loads(Layout(populated).keys.read_text())
