@@ -26,6 +26,7 @@ from .errors import InvalidArgumentError, StoreClosedError
 from .keys import StoreKeys, open_data_dir
 from .memory_feed import Change, MemoryFeed
 from .memory_rows import COLUMNS, positive, row_to_entry, scope_where
+from .ops.lock import WriterLock, acquire_writer
 from .records import MemoryEntry, MemoryHit, Scope, to_us
 from .sqlcipher import Database
 
@@ -220,9 +221,10 @@ class SqliteMemoryStore:
         self, entries: Sequence[MemoryEntry], vectors: Sequence[Any] | None = None
     ) -> list[str]:
         """Store many entries in one transaction (all or none); returns their ids."""
-        ids = memory_write.append_many(
-            self._live(), entries, vectors, embedder=self.embedder, now=self._clock()
-        )
+        with self._writer():
+            ids = memory_write.append_many(
+                self._live(), entries, vectors, embedder=self.embedder, now=self._clock()
+            )
         self._sync_indexes()
         return ids
 
@@ -253,8 +255,15 @@ class SqliteMemoryStore:
             "expires_at_us IS NOT NULL AND expires_at_us <= ?", (to_us(self._clock()),)
         )
 
+    def _writer(self) -> WriterLock:
+        # The data dir's writer role, held only while writing (readers never wait for it).
+        return acquire_writer(
+            self.data_dir, timeout=self.config.writer_lock_timeout_s, purpose="memory write"
+        )
+
     def _delete_where(self, where: str, params: Sequence[Any]) -> int:
-        n = memory_write.delete_where(self._live(), where, params)
+        with self._writer():
+            n = memory_write.delete_where(self._live(), where, params)
         if n:
             self._sync_indexes()
         return n
