@@ -47,6 +47,7 @@ from agentzero_store.errors import (
     InvalidArgumentError,
     StoreClosedError,
     StoreIOError,
+    StoreLockedError,
     StoreNotFoundError,
     TamperedRecordError,
 )
@@ -126,7 +127,7 @@ class DocumentLog:
 
         Raises ``StoreNotFoundError`` if it is missing and ``create`` is false (or
         ``readonly``), ``CorruptStoreError``/``TamperedRecordError`` for damage before the
-        tail, ``SchemaVersionError`` for a newer format, ``StoreIOError`` if another
+        tail, ``SchemaVersionError`` for a newer format, ``StoreLockedError`` if another
         process holds the writer lock. ``migrate_legacy`` seals a plaintext legacy log in
         place (``rag.migrate``); turn it off where the data dir may be written by others.
         """
@@ -492,8 +493,9 @@ def _acquire_writer_lock(path: Path, io: FileIO) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         io.close(fd)
-        raise StoreIOError(
-            f"the document log {path} is open for writing elsewhere ({exc.strerror})",
-            hint="close the other agentzero process, or open the log read-only",
+        raise StoreLockedError(
+            f"the document log {path} is open for writing by another process "
+            "(e.g. `agentzero rag watch`)",
+            hint="stop the other document writer, or query read-only beside it",
         ) from exc
     return fd

@@ -93,7 +93,6 @@ class DocumentStore:
         self.config = config
         self.chunking = chunking
         self._closed = False
-        self._writer_lock: WriterLock | None = None  # set by open() for read-write stores
         text_feed: ChunkFeed[str] = ChunkFeed(doclog, chunking, _bm25_text)
         self._text_feed = text_feed
         self.bm25: Sidecar[str] = Sidecar(
@@ -157,9 +156,6 @@ class DocumentStore:
             prompt=prompt,
             io=io,
         )
-        # One writer per data dir (waits, then names the holder); readers take no lock.
-        lock = None if readonly else acquire_writer(layout.root,
-                                                   timeout=config.writer_lock_timeout_s)
         if readonly and not layout.rag_log.exists():
             # The store exists (keys.json opened) but has no document yet: an empty log
             # is the truth then, and creating it changes no data.
@@ -181,10 +177,7 @@ class DocumentStore:
         except BaseException:
             if doclog is not None:
                 doclog.close()
-            if lock is not None:
-                lock.release()
             raise
-        store._writer_lock = lock
         return store
 
     # ------------------------------------------------------------------ lifecycle
@@ -200,8 +193,6 @@ class DocumentStore:
                 except Exception as exc:  # a failed checkpoint loses nothing: log, go on
                     log.warning("could not checkpoint %s on close: %s", sidecar, exc)
         self.log.close()
-        if self._writer_lock is not None:
-            self._writer_lock.release()
 
     def __enter__(self) -> DocumentStore:
         return self
@@ -244,18 +235,19 @@ class DocumentStore:
                 results[i] = IngestResult(d.id, None, len(chunks), False)
             else:
                 todo.append((d, chunks))
-        vectors = self._embed([(d, c) for d, c in todo])
-        changes = self.log.append_many(
-            Upsert(
-                d.id,
-                d.text,
-                title=d.title,
-                source_path=d.source_path,
-                metadata=d.metadata or {},
-                vectors=v,
+        vectors = self._embed([(d, c) for d, c in todo])  # slow: outside the writer role
+        with self._writer():
+            changes = self.log.append_many(
+                Upsert(
+                    d.id,
+                    d.text,
+                    title=d.title,
+                    source_path=d.source_path,
+                    metadata=d.metadata or {},
+                    vectors=v,
+                )
+                for (d, _), v in zip(todo, vectors, strict=True)
             )
-            for (d, _), v in zip(todo, vectors, strict=True)
-        )
         it = iter(zip(todo, changes, strict=True))
         for i in range(len(docs)):
             if i not in results:
@@ -320,16 +312,26 @@ class DocumentStore:
 
     def delete(self, doc_id: str) -> bool:
         """Delete a document (a tombstone in the log). True if it existed."""
-        change = self.log.delete(doc_id)
+        with self._writer():
+            change = self.log.delete(doc_id)
         self._catch_up()
         return change is not None
 
     def compact(self) -> str:
         """Rewrite the log without superseded and deleted records; indexes rebuild."""
-        generation = self.log.compact()
+        with self._writer():
+            generation = self.log.compact()
         for sidecar in self._sidecars():
             sidecar.rebuild(reason="the document log was compacted")
         return generation
+
+    def _writer(self) -> WriterLock:
+        # The data dir's writer role is held only while writing (never for the life of
+        # the store), so `rag watch` or an MCP server do not block memory writers. The
+        # log's own lock still keeps a second document writer out for the store's life.
+        return acquire_writer(
+            self.layout.root, timeout=self.config.writer_lock_timeout_s, purpose="document write"
+        )
 
     def _catch_up(self) -> None:
         for sidecar in self._sidecars():

@@ -105,11 +105,40 @@ def test_cli_writers_wait_readers_pass(store_dir: Path) -> None:
         docs.ingest("d1", "a document written while the lock is held")
         q = run_cli(store_dir, "rag", "query", "document", "--json", passphrase=PASSPHRASE, env=env)
         assert [h["id"] for h in js(q)] == ["d1"]  # a reader beside the writer
-        for args in (
-            ["rag", "ingest", "--id", "d2", "--text", "x"],
-            ["memory", "append", "blocked"],
-        ):
-            p = run_cli(store_dir, *args, "--json", passphrase=PASSPHRASE, env=env, check=False)
+        # A second document writer is refused at once (the log has one writer for life)...
+        p = run_cli(
+            store_dir,
+            "rag",
+            "ingest",
+            "--id",
+            "d2",
+            "--text",
+            "x",
+            "--json",
+            passphrase=PASSPHRASE,
+            env=env,
+            check=False,
+        )
+        assert p.returncode == 6, p.stderr
+        assert js(p)["error"] == "store_locked" and "document log" in js(p)["message"]
+        # ...but an open document store holds the data dir's writer role only while it
+        # writes, so memory writers are not blocked by it (e.g. beside `rag watch`).
+        m = run_cli(
+            store_dir, "memory", "append", "beside", "--json", passphrase=PASSPHRASE, env=env
+        )
+        assert js(m)["id"]
+        # While a write is really in progress, another writer waits and then names it.
+        with acquire_writer(store_dir, purpose="test write"):
+            p = run_cli(
+                store_dir,
+                "memory",
+                "append",
+                "blocked",
+                "--json",
+                passphrase=PASSPHRASE,
+                env=env,
+                check=False,
+            )
             assert p.returncode == 6, p.stderr
             assert js(p)["error"] == "store_locked" and f"pid {os.getpid()}" in js(p)["message"]
     ok = run_cli(

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from agentzero_store.errors import (
     InvalidArgumentError,
     StoreClosedError,
-    StoreIOError,
+    StoreLockedError,
     StoreNotFoundError,
 )
 from agentzero_store.keys import StoreKeys
@@ -138,7 +138,7 @@ def test_metadata_is_frozen_copy(log_path: Path, keys: StoreKeys) -> None:
 def test_one_writer_lock_and_readonly(log_path: Path, keys: StoreKeys) -> None:
     with DocumentLog.open(log_path, keys) as log:
         log.upsert("a", "x")
-        with pytest.raises(StoreIOError, match="open for writing elsewhere"):
+        with pytest.raises(StoreLockedError, match="open for writing by another process"):
             DocumentLog.open(log_path, keys)
         with DocumentLog.open(log_path, keys, readonly=True) as ro:
             assert state_of(ro) == {"a": "x"}
