@@ -1,6 +1,7 @@
 """agentzero_store: an embeddable, encrypted, local-first memory and RAG store."""
 
 from .config import KdfParams, StoreConfig
+from .credentials import Credential, generate_key_file
 from .embeddings import Embedder, LocalEmbedder
 from .errors import (
     AgentZeroStoreError,
@@ -22,7 +23,6 @@ from .errors import (
     TamperedRecordError,
     WrongKeyError,
 )
-from .keys import Credential, generate_key_file
 from .memory import SqliteMemoryStore
 from .records import MemoryEntry, MemoryHit
 

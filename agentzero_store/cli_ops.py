@@ -17,8 +17,8 @@ import typer
 from rich.table import Table
 
 from .cli_common import STATE, JsonOpt, cli_command, data_dir, emit, err, out
+from .credentials import Credential, resolve_credential
 from .errors import CorruptStoreError, CredentialRequiredError, InvalidKeyError
-from .keys import Credential, resolve_credential
 from .ops import backup_store, change_passphrase, export_recovery, restore_store, rotate_keys
 from .ops.verify import VerifyReport, verify_store
 
