@@ -13,28 +13,34 @@ index library sees a byte), replays the source's changes after ``covered_seq``,
 checkpoints every ``checkpoint_every`` changes, and rebuilds from the source whenever
 anything is missing, damaged, stale or from another store, format or embedder. The index
 library is behind ``SidecarIndex``: a small, library-agnostic adapter that turns items
-into an in-memory index and the index into named byte strings and back.
+into an in-memory index and the index into named byte strings and back. The files on disk
+(manifest, MAC, sealed data files) are read and verified in ``sidecar_manifest.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import hmac
 import json
 import logging
-import os
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .crypto import InvalidTag, Sealer
 from .errors import SidecarCorruptError, StoreIOError
 from .fileio import DEFAULT_IO, FileIO, atomic_write, cleanup_temp_files, translate_os_errors
+from .sidecar_manifest import (
+    LOCK,
+    MANIFEST,
+    SIDECAR_FORMAT,
+    CheckpointFiles,
+    canonical,
+    coverage,
+    data_aad,
+)
 from .sidecar_types import (
     Change,
     EmbedderInfo,
@@ -45,18 +51,10 @@ from .sidecar_types import (
     Source,
 )
 
-try:  # advisory lock between processes sharing a data dir (POSIX only)
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
-
 log = logging.getLogger(__name__)
 
-SIDECAR_FORMAT = "agentzero-sidecar/1"
-MANIFEST = "manifest.json"
-LOCK = ".lock"
-
 P = TypeVar("P")
+
 
 def _is_fatal(exc: BaseException) -> bool:
     # Native libraries raise RuntimeError, ValueError or pyo3's PanicException (a
@@ -89,9 +87,7 @@ class Sidecar(Generic[P]):
         self.checkpoint_every = checkpoint_every
         self._io = io
         self._batch = batch
-        self._sealer = Sealer(key)
-        # A separate key for the manifest MAC: never use one key for two algorithms.
-        self._mac_key = hmac.new(key, b"agentzero/sidecar-manifest-mac/v1", "sha256").digest()
+        self._files = CheckpointFiles(self.directory, key, io=io)
         self.lock = threading.RLock()
         self.applied_seq = 0  # the in-memory index reflects every change up to here
         self.covered_seq = 0  # the checkpoint on disk covers changes up to here
@@ -131,8 +127,11 @@ class Sidecar(Generic[P]):
             elif self._pending >= self.checkpoint_every:
                 self._checkpoint_quietly()
             return OpenReport(
-                loaded=reason is None, rebuilt=reason is not None, reason=reason,
-                replayed=replayed, covered_seq=self.covered_seq,
+                loaded=reason is None,
+                rebuilt=reason is not None,
+                reason=reason,
+                replayed=replayed,
+                covered_seq=self.covered_seq,
                 seconds=time.perf_counter() - t0,
             )
 
@@ -146,10 +145,12 @@ class Sidecar(Generic[P]):
         with self.lock:
             # A first build is routine; replacing a checkpoint that exists is worth a warning.
             fresh = not self.directory.is_dir() or all(
-                p.name == LOCK for p in self.directory.iterdir())
+                p.name == LOCK for p in self.directory.iterdir()
+            )
             level = logging.INFO if fresh else logging.WARNING
-            log.log(level, "rebuilding the %s index in %s: %s",
-                    self.index.kind, self.directory, reason)
+            log.log(
+                level, "rebuilding the %s index in %s: %s", self.index.kind, self.directory, reason
+            )
             self.index.reset()
             # Read the seq BEFORE the snapshot: replaying from it afterwards covers every
             # change the (non-transactional) snapshot may have missed.
@@ -217,10 +218,13 @@ class Sidecar(Generic[P]):
         """
         with translate_os_errors("creating", self.directory):
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with self.lock, self._dir_lock():
-            on_disk = self._read_manifest_quietly()
-            if (on_disk is not None and self._mismatch(on_disk) is None
-                    and on_disk.get("covered_seq", 0) > self.applied_seq):
+        with self.lock, self._files.lock():
+            on_disk = self._files.read_manifest_quietly()
+            if (
+                on_disk is not None
+                and self._mismatch(on_disk) is None
+                and on_disk.get("covered_seq", 0) > self.applied_seq
+            ):
                 # Another process sharing this data dir checkpointed further; keep its.
                 self._pending = 0
                 return
@@ -229,24 +233,32 @@ class Sidecar(Generic[P]):
             files: dict[str, dict[str, Any]] = {}
             for name, plain in self.index.dump().items():
                 fname = f"{kind}-{gen}-{name}.sealed"
-                blob = self._sealer.seal(plain, self._aad(seq, name))
+                blob = self._files.seal(plain, self._aad(seq, name))
                 # atomic_write: temp file, fsync, rename, fsync(dir) — the file is durable
                 # under its final name before the manifest that names it exists.
                 atomic_write(self.directory / fname, blob, io=self._io)
-                files[name] = {"file": fname, "sha256": hashlib.sha256(blob).hexdigest(),
-                               "bytes": len(blob)}
+                files[name] = {
+                    "file": fname,
+                    "sha256": hashlib.sha256(blob).hexdigest(),
+                    "bytes": len(blob),
+                }
             now = datetime.now(UTC).isoformat()
             body: dict[str, Any] = {
-                "format": SIDECAR_FORMAT, "kind": kind, "store_id": self.source.store_id,
-                "covered_seq": seq, "entries": self.index.count(), "created_at": now,
-                "embedder": self._embedder_json(), "params": dict(self.index.params()),
+                "format": SIDECAR_FORMAT,
+                "kind": kind,
+                "store_id": self.source.store_id,
+                "covered_seq": seq,
+                "entries": self.index.count(),
+                "created_at": now,
+                "embedder": self._embedder_json(),
+                "params": dict(self.index.params()),
                 "files": files,
             }
-            body["mac"] = self._mac(body)
+            body["mac"] = self._files.mac(body)
             # The commit point: after this rename the new checkpoint is the one on disk.
-            atomic_write(self.directory / MANIFEST, _canonical(body) + b"\n", io=self._io)
+            atomic_write(self.directory / MANIFEST, canonical(body) + b"\n", io=self._io)
             self.covered_seq, self._pending, self._last_checkpoint = seq, 0, now
-            self._remove_unreferenced({f["file"] for f in files.values()})
+            self._files.remove_unreferenced(self.index.kind, {f["file"] for f in files.values()})
 
     def _checkpoint_quietly(self) -> None:
         # A failed checkpoint loses nothing (the source has every change and the index
@@ -260,18 +272,19 @@ class Sidecar(Generic[P]):
     def status(self) -> SidecarStatus:
         """Seqs, entries, size on disk, last checkpoint time and embedder."""
         with self.lock:
-            size = 0
-            if self.directory.is_dir():
-                for p in self.directory.iterdir():
-                    with contextlib.suppress(OSError):
-                        size += p.stat().st_size
+            size = self._files.size_bytes()
             last = self._last_checkpoint
-            if last is None and (m := self._read_manifest_quietly()) is not None:
+            if last is None and (m := self._files.read_manifest_quietly()) is not None:
                 last = m.get("created_at")
             return SidecarStatus(
-                kind=self.index.kind, path=str(self.directory), covered_seq=self.covered_seq,
-                applied_seq=self.applied_seq, source_seq=self.source.source_seq(),
-                entries=self.index.count(), size_bytes=size, last_checkpoint=last,
+                kind=self.index.kind,
+                path=str(self.directory),
+                covered_seq=self.covered_seq,
+                applied_seq=self.applied_seq,
+                source_seq=self.source.source_seq(),
+                entries=self.index.count(),
+                size_bytes=size,
+                last_checkpoint=last,
                 embedder=self.embedder.model_id if self.embedder else None,
                 dimension=self.embedder.dimension if self.embedder else None,
             )
@@ -289,78 +302,47 @@ class Sidecar(Generic[P]):
         it), else None after the manifest's MAC and every data file's checksum and AES-GCM
         tag were checked. Raises ``SidecarCorruptError`` naming what is damaged.
         """
-        with self.lock, self._dir_lock():
-            m = self._read_manifest()
+        with self.lock, self._files.lock():
+            m = self._files.read_manifest()
             for field in ("format", "kind", "store_id"):
-                want = {"format": SIDECAR_FORMAT, "kind": self.index.kind,
-                        "store_id": self.source.store_id}[field]
+                want = {
+                    "format": SIDECAR_FORMAT,
+                    "kind": self.index.kind,
+                    "store_id": self.source.store_id,
+                }[field]
                 if m.get(field) != want:
                     return m, field
-            seq, files = m.get("covered_seq"), m.get("files")
-            if not isinstance(seq, int) or not isinstance(files, dict):
-                raise SidecarCorruptError(f"{MANIFEST} lacks covered_seq or files")
+            seq, files = coverage(m)
             if seq > (source_seq := self.source.source_seq()):
                 raise SidecarCorruptError(
                     f"the checkpoint covers seq {seq}, beyond its source's {source_seq}"
                 )
             for name, f in files.items():
-                self._read_data_file(seq, name, f)
+                self._files.read_data_file(name, f, self._aad(seq, name))
             return m, None
 
     # ------------------------------------------------------------------ internals
     def _aad(self, seq: int, name: str) -> bytes:
-        # Binds store, kind, seq and file role: a checkpoint file copied from another
-        # store, another index or another checkpoint fails authentication.
-        return f"{SIDECAR_FORMAT}|{self.source.store_id}|{self.index.kind}|{seq}|{name}".encode()
-
-    def _mac(self, body: Mapping[str, Any]) -> str:
-        unsigned = {k: v for k, v in body.items() if k != "mac"}
-        return hmac.new(self._mac_key, _canonical(unsigned), "sha256").hexdigest()
+        return data_aad(self.source.store_id, self.index.kind, seq, name)
 
     def _embedder_json(self) -> dict[str, Any] | None:
         if self.embedder is None:
             return None
         return {"model_id": self.embedder.model_id, "dimension": self.embedder.dimension}
 
-    def _read_manifest(self) -> dict[str, Any]:
-        path = self.directory / MANIFEST
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError as exc:
-            raise SidecarCorruptError(f"no checkpoint ({MANIFEST} missing)") from exc
-        except OSError as exc:
-            raise SidecarCorruptError(f"{MANIFEST} unreadable: {exc.strerror}") from exc
-        try:
-            m = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise SidecarCorruptError(f"{MANIFEST} is not valid JSON") from exc
-        if not isinstance(m, dict) or not isinstance(m.get("mac"), str):
-            raise SidecarCorruptError(f"{MANIFEST} is not a manifest")
-        if not hmac.compare_digest(m["mac"], self._mac(m)):
-            raise SidecarCorruptError(f"{MANIFEST} failed authentication (other store or tampered)")
-        return m
-
-    def _read_manifest_quietly(self) -> dict[str, Any] | None:
-        try:
-            return self._read_manifest()
-        except SidecarCorruptError:
-            return None
-
     def _load_checkpoint(self) -> None:
-        with self._dir_lock():
+        with self._files.lock():
             cleanup_temp_files(self.directory)  # a crash mid-write can leave these
-            m = self._read_manifest()
+            m = self._files.read_manifest()
             if (field := self._mismatch(m)) is not None:
                 raise SidecarCorruptError(f"the checkpoint has another {field}")
-            seq, files = m.get("covered_seq"), m.get("files")
-            if not isinstance(seq, int) or not isinstance(files, dict):
-                raise SidecarCorruptError(f"{MANIFEST} lacks covered_seq or files")
+            seq, files = coverage(m)
             if seq > self.source.source_seq():
                 raise SidecarCorruptError("the checkpoint is ahead of its source")
             plain: dict[str, bytes] = {}
             for name, f in files.items():
-                plain[name] = self._read_data_file(seq, name, f)
-            self._remove_unreferenced({f["file"] for f in files.values()})
+                plain[name] = self._files.read_data_file(name, f, self._aad(seq, name))
+            self._files.remove_unreferenced(self.index.kind, {f["file"] for f in files.values()})
         # Only bytes that passed the MAC, the checksum and the AES-GCM tag get here.
         self.index.load(plain)
         if self.index.count() != m.get("entries"):
@@ -372,53 +354,16 @@ class Sidecar(Generic[P]):
     def _mismatch(self, m: Mapping[str, Any]) -> str | None:
         """The first manifest field that does not fit this sidecar, or None."""
         expect = {
-            "format": SIDECAR_FORMAT, "kind": self.index.kind,
-            "store_id": self.source.store_id, "embedder": self._embedder_json(),
-            "params": json.loads(_canonical(dict(self.index.params()))),
+            "format": SIDECAR_FORMAT,
+            "kind": self.index.kind,
+            "store_id": self.source.store_id,
+            "embedder": self._embedder_json(),
+            "params": json.loads(canonical(dict(self.index.params()))),
         }
         for field, want in expect.items():
             if m.get(field) != want:
                 return field
         return None
-
-    def _read_data_file(self, seq: int, name: str, f: Any) -> bytes:
-        if not isinstance(f, dict) or not isinstance(f.get("file"), str):
-            raise SidecarCorruptError(f"{MANIFEST} entry {name!r} is malformed")
-        fname = f["file"]
-        if "/" in fname or fname.startswith(".") or fname == MANIFEST:
-            raise SidecarCorruptError(f"{MANIFEST} names a bad file {fname!r}")
-        try:
-            blob = (self.directory / fname).read_bytes()
-        except OSError as exc:
-            raise SidecarCorruptError(f"data file {fname} missing or unreadable") from exc
-        if hashlib.sha256(blob).hexdigest() != f.get("sha256"):
-            raise SidecarCorruptError(f"data file {fname} fails its checksum")
-        try:
-            return self._sealer.open(blob, self._aad(seq, name))
-        except InvalidTag as exc:
-            raise SidecarCorruptError(f"data file {fname} failed authentication") from exc
-
-    def _remove_unreferenced(self, keep: set[str]) -> None:
-        prefix = f"{self.index.kind}-"
-        for p in self.directory.iterdir():
-            if p.name.startswith(prefix) and p.name.endswith(".sealed") and p.name not in keep:
-                with contextlib.suppress(OSError):
-                    self._io.unlink(p)
-
-    @contextlib.contextmanager
-    def _dir_lock(self) -> Iterator[None]:
-        """Exclusive advisory lock on the sidecar dir: one process checkpoints at a time,
-        so one cannot delete data files another's new manifest is about to name."""
-        if fcntl is None or not self.directory.is_dir():
-            yield
-            return
-        with translate_os_errors("locking", self.directory):
-            fd = os.open(self.directory / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
 
 
 def _is_store_error(exc: BaseException) -> bool:
@@ -427,11 +372,8 @@ def _is_store_error(exc: BaseException) -> bool:
     return isinstance(exc, AgentZeroStoreError) and not isinstance(exc, SidecarCorruptError)
 
 
-def _canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
-
-
 __all__ = [
+    "MANIFEST",
     "Change",
     "EmbedderInfo",
     "OpenReport",

@@ -1,0 +1,165 @@
+"""A sidecar checkpoint on disk: its authenticated manifest and sealed data files.
+
+``manifest.json`` names each data file with its sha256 and carries an HMAC over all of it
+(keyed from the sidecar subkey); every data file is sealed with AES-256-GCM, bound to the
+store, the index kind, the checkpoint's seq and the file's role. Sidecar files are
+untrusted input: everything here is checked BEFORE an index library sees a byte, because
+hnswlib and tantivy can crash or misread on bad files. ``sidecar.Sidecar`` decides when to
+load, write and rebuild; this module only reads, verifies and seals the files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .crypto import InvalidTag, Sealer
+from .errors import SidecarCorruptError
+from .fileio import DEFAULT_IO, FileIO, translate_os_errors
+
+try:  # advisory lock between processes sharing a data dir (POSIX only)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+SIDECAR_FORMAT = "agentzero-sidecar/1"
+MANIFEST = "manifest.json"
+LOCK = ".lock"
+
+
+def canonical(obj: Any) -> bytes:
+    """Compact JSON with sorted keys: the exact bytes the manifest MAC covers."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+def data_aad(store_id: str, kind: str, seq: int, name: str) -> bytes:
+    """Associated data of one sealed data file.
+
+    Binds store, kind, seq and file role: a checkpoint file copied from another store,
+    another index or another checkpoint fails authentication.
+    """
+    return f"{SIDECAR_FORMAT}|{store_id}|{kind}|{seq}|{name}".encode()
+
+
+def coverage(m: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+    """The manifest's ``covered_seq`` and its ``files`` table, or ``SidecarCorruptError``."""
+    seq, files = m.get("covered_seq"), m.get("files")
+    if not isinstance(seq, int) or not isinstance(files, dict):
+        raise SidecarCorruptError(f"{MANIFEST} lacks covered_seq or files")
+    return seq, files
+
+
+class CheckpointFiles:
+    """Seal, authenticate and verify the files of one sidecar directory."""
+
+    def __init__(self, directory: Path, key: bytes, *, io: FileIO = DEFAULT_IO) -> None:
+        self.directory = directory
+        self._io = io
+        self._sealer = Sealer(key)
+        # A separate key for the manifest MAC: never use one key for two algorithms.
+        self._mac_key = hmac.new(key, b"agentzero/sidecar-manifest-mac/v1", "sha256").digest()
+
+    def __repr__(self) -> str:
+        return f"CheckpointFiles(dir={str(self.directory)!r}, <keys hidden>)"
+
+    def seal(self, plain: bytes, aad: bytes) -> bytes:
+        """Seal one data file's bytes (fresh nonce) for ``aad``."""
+        return self._sealer.seal(plain, aad)
+
+    def mac(self, body: Mapping[str, Any]) -> str:
+        """The manifest MAC over every field of ``body`` except ``mac`` itself."""
+        unsigned = {k: v for k, v in body.items() if k != "mac"}
+        return hmac.new(self._mac_key, canonical(unsigned), "sha256").hexdigest()
+
+    def read_manifest(self) -> dict[str, Any]:
+        """The manifest, after its MAC was checked; else ``SidecarCorruptError``."""
+        path = self.directory / MANIFEST
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise SidecarCorruptError(f"no checkpoint ({MANIFEST} missing)") from exc
+        except OSError as exc:
+            raise SidecarCorruptError(f"{MANIFEST} unreadable: {exc.strerror}") from exc
+        try:
+            m = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise SidecarCorruptError(f"{MANIFEST} is not valid JSON") from exc
+        if not isinstance(m, dict) or not isinstance(m.get("mac"), str):
+            raise SidecarCorruptError(f"{MANIFEST} is not a manifest")
+        if not hmac.compare_digest(m["mac"], self.mac(m)):
+            raise SidecarCorruptError(f"{MANIFEST} failed authentication (other store or tampered)")
+        return m
+
+    def read_manifest_quietly(self) -> dict[str, Any] | None:
+        """The verified manifest, or None if it is missing or damaged."""
+        try:
+            return self.read_manifest()
+        except SidecarCorruptError:
+            return None
+
+    def read_data_file(self, name: str, f: Any, aad: bytes) -> bytes:
+        """The plaintext of the manifest's entry ``name`` after its checksum and tag."""
+        if not isinstance(f, dict) or not isinstance(f.get("file"), str):
+            raise SidecarCorruptError(f"{MANIFEST} entry {name!r} is malformed")
+        fname = f["file"]
+        if "/" in fname or fname.startswith(".") or fname == MANIFEST:
+            raise SidecarCorruptError(f"{MANIFEST} names a bad file {fname!r}")
+        try:
+            blob = (self.directory / fname).read_bytes()
+        except OSError as exc:
+            raise SidecarCorruptError(f"data file {fname} missing or unreadable") from exc
+        if hashlib.sha256(blob).hexdigest() != f.get("sha256"):
+            raise SidecarCorruptError(f"data file {fname} fails its checksum")
+        try:
+            return self._sealer.open(blob, aad)
+        except InvalidTag as exc:
+            raise SidecarCorruptError(f"data file {fname} failed authentication") from exc
+
+    def size_bytes(self) -> int:
+        """Bytes on disk under the sidecar dir (0 if it does not exist yet)."""
+        size = 0
+        if self.directory.is_dir():
+            for p in self.directory.iterdir():
+                with contextlib.suppress(OSError):
+                    size += p.stat().st_size
+        return size
+
+    def remove_unreferenced(self, kind: str, keep: set[str]) -> None:
+        """Delete this kind's sealed data files that the manifest no longer names."""
+        prefix = f"{kind}-"
+        for p in self.directory.iterdir():
+            if p.name.startswith(prefix) and p.name.endswith(".sealed") and p.name not in keep:
+                with contextlib.suppress(OSError):
+                    self._io.unlink(p)
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Exclusive advisory lock on the sidecar dir: one process checkpoints at a time,
+        so one cannot delete data files another's new manifest is about to name."""
+        if fcntl is None or not self.directory.is_dir():
+            yield
+            return
+        with translate_os_errors("locking", self.directory):
+            fd = os.open(self.directory / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+__all__ = [
+    "LOCK",
+    "MANIFEST",
+    "SIDECAR_FORMAT",
+    "CheckpointFiles",
+    "canonical",
+    "coverage",
+    "data_aad",
+]
