@@ -31,12 +31,11 @@ swaps the file underneath readers, so do not run it concurrently with reads.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -45,11 +44,8 @@ from typing import Any
 from agentzero_store.errors import (
     CorruptStoreError,
     InvalidArgumentError,
-    StoreClosedError,
     StoreIOError,
-    StoreLockedError,
     StoreNotFoundError,
-    TamperedRecordError,
 )
 from agentzero_store.fileio import (
     DEFAULT_IO,
@@ -61,22 +57,12 @@ from agentzero_store.fileio import (
 )
 from agentzero_store.keys import StoreKeys
 
-from .framing import LogCodec, RawLine, new_generation
+from .framing import LogCodec, new_generation
+from .log_read import LogReader
+from .log_write import acquire_writer_lock, encode_batch
 from .migrate import is_legacy, migrate_legacy_log
-from .records import (
-    Change,
-    Delete,
-    DocumentRecord,
-    Entry,
-    LogHeader,
-    Op,
-    StaleFeedError,
-    Tombstone,
-    Upsert,
-    content_hash,
-    utcnow,
-)
-from .replay import LineChecker, Slot, apply_change, replay
+from .records import Change, Delete, LogHeader, Upsert, utcnow
+from .replay import apply_change, replay
 
 logger = logging.getLogger(__name__)
 
@@ -85,30 +71,24 @@ class TornTailWarning(UserWarning):
     """An unacknowledged, partially written last line was cut off on open."""
 
 
-class DocumentLog:
-    """The open document log. Use ``DocumentLog.open``; close it (or use ``with``)."""
+class DocumentLog(LogReader):
+    """The open document log. Use ``DocumentLog.open``; close it (or use ``with``).
+
+    Reads (ids, versions, the change feed) are ``LogReader``'s; this class opens, locks,
+    replays, writes, compacts and closes.
+    """
 
     def __init__(
         self, path: Path, keys: StoreKeys, io: FileIO, clock: Callable[[], datetime], readonly: bool
     ) -> None:
-        self.path = path
+        super().__init__(path, LogCodec(keys))
         self.readonly = readonly
-        self._codec = LogCodec(keys)
-        self._checker = LineChecker(path, self._codec)
         self._io = io
         self._clock = clock
         self._mutex = threading.Lock()
         self._lock_fd: int | None = None
-        self._rfd: int | None = None
         self._file: AppendFile | None = None
         self._broken = False
-        self._closed = False
-        self._header: LogHeader | None = None
-        self._slots: list[Slot] = []  # index seq-1
-        self._live: dict[str, int] = {}  # doc id -> seq of its latest upsert
-        # previous_version() index, extended lazily: seq-1 -> seq of the version it replaced
-        self._prev: list[int | None] = []
-        self._prev_last: dict[str, int | None] = {}
         self._size = 0  # end of the last good line
 
     @classmethod
@@ -147,7 +127,7 @@ class DocumentLog:
         if not self.readonly:
             with translate_os_errors("creating", self.path.parent):
                 self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._lock_fd = _acquire_writer_lock(self.path, self._io)
+            self._lock_fd = acquire_writer_lock(self.path, self._io)
             # Only the lock holder may do this: a crash inside atomic_write can leave a
             # (sealed) temp file beside the log; no other writer can be mid-rename now.
             cleanup_temp_files(self.path.parent)
@@ -188,132 +168,6 @@ class DocumentLog:
         self._prev, self._prev_last = [], {}
         self._size = state.size
 
-    # ----------------------------------------------------------------- reads
-
-    @property
-    def header(self) -> LogHeader:
-        """The header of the current generation."""
-        self._check_open()
-        assert self._header is not None
-        return self._header
-
-    @property
-    def generation(self) -> str:
-        """Random id of this log file; changes on compact. Sidecars store it with their seq."""
-        return self.header.generation
-
-    @property
-    def store_id(self) -> str:
-        """The store id bound into every record."""
-        return self._codec.store_id
-
-    @property
-    def seq(self) -> int:
-        """The last seq written (0 for an empty log)."""
-        return len(self._slots)
-
-    def __len__(self) -> int:
-        return len(self._live)
-
-    def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._live
-
-    def ids(self) -> list[str]:
-        """Ids of the live documents, in the order they were last written."""
-        return list(self._live)
-
-    def seq_of(self, doc_id: str) -> int | None:
-        """The seq of the upsert that wrote the live version of ``doc_id``, or None."""
-        return self._live.get(doc_id)
-
-    def get(self, doc_id: str) -> DocumentRecord | None:
-        """The live version of ``doc_id`` (read and authenticated from disk), or None."""
-        seq = self._live.get(doc_id)
-        if seq is None:
-            return None
-        entry = self._read_entry(seq)
-        assert isinstance(entry, DocumentRecord)
-        return entry
-
-    def previous_version(self, seq: int) -> int | None:
-        """The seq of the upsert that was live for this record's document just before
-        ``seq`` (None if it was new or deleted). Derived indexes use it to drop the
-        chunks of the version an upsert or delete replaces."""
-        self._check_open()
-        if not 1 <= seq <= self.seq:
-            raise InvalidArgumentError(f"seq {seq} is not in the log (1..{self.seq})")
-        for i in range(len(self._prev), len(self._slots)):
-            slot = self._slots[i]
-            self._prev.append(self._prev_last.get(slot.doc_id))
-            self._prev_last[slot.doc_id] = i + 1 if slot.op == "upsert" else None
-        return self._prev[seq - 1]
-
-    def iter_live(self) -> Iterator[tuple[int, DocumentRecord]]:
-        """``(seq, record)`` of every live document, oldest write first (for rebuilds)."""
-        self._check_open()
-        generation = self.generation
-        for seq in list(self._live.values()):  # dict order is last-write order
-            self._check_generation(generation)
-            entry = self._read_entry(seq)
-            assert isinstance(entry, DocumentRecord)
-            yield seq, entry
-
-    def changes_since(self, seq: int) -> Iterator[Change]:
-        """Every change with a seq greater than ``seq``, oldest first.
-
-        Yields ``Change(seq, op, doc_id, record)``: ``op`` is ``"upsert"`` (``record`` is
-        that version, even if a later change replaced it) or ``"delete"`` (``record`` is
-        None). Raises ``StaleFeedError`` if ``seq`` is beyond the log (the caller's
-        position came from another generation or a lost log) or if the log is compacted
-        while iterating.
-        """
-        self._check_open()
-        if not isinstance(seq, int) or seq < 0:
-            raise InvalidArgumentError("seq must be a non-negative integer")
-        if seq > self.seq:
-            raise StaleFeedError(f"position {seq} is beyond the end of the log (seq {self.seq})")
-        return self._changes(seq, self.generation, self._slots[seq:])
-
-    def _changes(self, start: int, generation: str, slots: list[Slot]) -> Iterator[Change]:
-        for seq, slot in enumerate(slots, start + 1):
-            self._check_generation(generation)
-            record = None
-            if slot.op == "upsert":
-                entry = self._read_entry(seq)
-                assert isinstance(entry, DocumentRecord)
-                record = entry
-            yield Change(seq, slot.op, slot.doc_id, record)
-
-    def read(self, seq: int) -> Entry:
-        """The record written at ``seq`` (any version, live or not), authenticated."""
-        if not isinstance(seq, int) or not 1 <= seq <= self.seq:
-            raise InvalidArgumentError(f"seq {seq!r} is not in the log (1..{self.seq})")
-        return self._read_entry(seq)
-
-    def doc_id_at(self, seq: int) -> str:
-        """The document id of the record at ``seq`` (from memory, no disk read)."""
-        self._check_open()
-        return self._slots[seq - 1].doc_id
-
-    def _read_entry(self, seq: int) -> Entry:
-        # Re-read and re-authenticate: the file may have changed since replay, and
-        # keeping every text in memory would cost as much RAM as the log.
-        self._check_open()
-        slot = self._slots[seq - 1]
-        with translate_os_errors("reading", self.path):
-            assert self._rfd is not None
-            data = os.pread(self._rfd, slot.length + 1, slot.offset)
-        raw = RawLine(seq + 1, slot.offset, data[:-1], data.endswith(b"\n"))
-        entry = self._checker.record(raw, self.generation, expected_seq=seq)
-        if entry.id != slot.doc_id:
-            what = "record changed on disk since it was replayed"
-            raise self._checker.error(TamperedRecordError, what, raw)
-        return entry
-
-    def _check_generation(self, generation: str) -> None:
-        if self._header is None or self._header.generation != generation:
-            raise StaleFeedError("the log was compacted during iteration; restart from seq 0")
-
     # ----------------------------------------------------------------- writes
 
     def upsert(
@@ -346,58 +200,26 @@ class DocumentLog:
         with self._mutex:
             self._check_writable()
             assert self._file is not None
-            now = self._clock()
-            generation = self.generation
-            batch: dict[str, datetime | None] = {}  # id -> created_at, None = deleted
-            lines: list[bytes] = []
-            slots: list[Slot] = []
-            out: list[Change | None] = []
-            offset = self._size
-            for op in ops:
-                entry: Entry
-                if isinstance(op, Upsert):
-                    created = self._created_at(op.id, batch) or now
-                    entry = DocumentRecord(
-                        id=op.id,
-                        text=op.text,
-                        content_hash=content_hash(op.text),
-                        created_at=created,
-                        updated_at=now,
-                        title=op.title,
-                        source_path=op.source_path,
-                        metadata=op.metadata,
-                        vectors=op.vectors,
-                    )
-                    batch[op.id] = created
-                elif isinstance(op, Delete):
-                    if not (batch[op.id] is not None if op.id in batch else op.id in self._live):
-                        out.append(None)
-                        continue
-                    entry = Tombstone(op.id, now)
-                    batch[op.id] = None
-                else:
-                    raise InvalidArgumentError(f"not an Upsert or Delete: {type(op).__name__}")
-                seq = self.seq + len(slots) + 1
-                line = self._codec.record_line(generation, seq, entry)
-                kind: Op = "upsert" if isinstance(entry, DocumentRecord) else "delete"
-                slots.append(Slot(offset, len(line) - 1, kind, op.id))
-                lines.append(line)
-                offset += len(line)
-                out.append(
-                    Change(seq, kind, op.id, entry if isinstance(entry, DocumentRecord) else None)
-                )
-            if lines:
-                self._append(b"".join(lines))
+            batch = encode_batch(
+                ops,
+                self._codec,
+                now=self._clock(),
+                generation=self.generation,
+                seq=self.seq,
+                offset=self._size,
+                live=self._live,
+                stored_created_at=self._stored_created_at,
+            )
+            if batch.slots:
+                self._append(batch.data)
                 # Acknowledged (fsynced): only now does memory reflect the new records.
-                for slot in slots:
+                for slot in batch.slots:
                     self._slots.append(slot)
                     apply_change(self._live, slot.op, slot.doc_id, len(self._slots))
-                self._size = offset
-            return out
+                self._size = batch.end
+            return batch.changes
 
-    def _created_at(self, doc_id: str, batch: dict[str, datetime | None]) -> datetime | None:
-        if doc_id in batch:
-            return batch[doc_id]
+    def _stored_created_at(self, doc_id: str) -> datetime | None:
         current = self.get(doc_id)
         return current.created_at if current is not None else None
 
@@ -437,10 +259,6 @@ class DocumentLog:
             return header.generation
 
     # ----------------------------------------------------------------- lifecycle
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreClosedError("the document log is closed")
 
     def _check_writable(self) -> None:
         self._check_open()
@@ -485,17 +303,4 @@ class DocumentLog:
         return f"DocumentLog({str(self.path)!r}, seq={self.seq}, live={len(self._live)})"
 
 
-def _acquire_writer_lock(path: Path, io: FileIO) -> int:
-    lock_path = path.with_name(path.name + ".lock")
-    with translate_os_errors("locking", lock_path):
-        fd = io.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        io.close(fd)
-        raise StoreLockedError(
-            f"the document log {path} is open for writing by another process "
-            "(e.g. `agentzero rag watch`)",
-            hint="stop the other document writer, or query read-only beside it",
-        ) from exc
-    return fd
+__all__ = ["DocumentLog", "TornTailWarning"]
