@@ -26,7 +26,9 @@ app = typer.Typer(
 )
 app.add_typer(cli_memory.app, name="memory", help="Conversation memory: append, recall, forget.")
 # Sub-apps are added here (store, rag, key, mcp).
-app.add_typer(cli_store.app, name="store", help="Indexes, verify, backup, restore.")
+app.add_typer(
+    cli_store.app, name="store", help="Indexes (status, rebuild, reembed); verify, backup, restore."
+)
 cli_ops.register_store_commands(cli_store.app)
 cli_store.app.command("reembed")(cli_command(cli_reembed.reembed))
 app.add_typer(cli_ops.key_app, name="key", help="Keys: change-passphrase, rotate, export-recovery.")
@@ -105,11 +107,11 @@ def mcp_(
 def main() -> None:
     """Entry point of the ``agentzero`` console script."""
     setup_logging()
-    _mount_optional()
+    _mount_rag()
     app()
 
 
-def _mount_optional() -> None:
+def _mount_rag() -> None:
     # Imported here, not at module level: the engine must not depend on rag, and commands
     # that do not need a sub-app should not pay for importing it.
     from rag import cli as rag_cli
