@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentzero_store import MemoryEntry, SqliteMemoryStore
+from agentzero_store import Credential, MemoryEntry, SqliteMemoryStore
+from agentzero_store.ops import backup_store
 from rag import DocInput, DocumentStore
 
 from .conftest import FAST, scan_for
@@ -119,13 +120,17 @@ def test_canaries_never_reach_disk(data_dir: Path, caplog: pytest.LogCaptureFixt
             if len(parts) == 2 and len(parts[1]) == 384 * 8:
                 words.append(parts[0])
                 vecs.append(np.frombuffer(bytes.fromhex(parts[1]), dtype=np.float32))
-    # 3. Reopen (torn tails repaired, sidecars caught up) and scan everything.
+    # 3. Reopen (torn tails repaired, sidecars caught up), back up, and scan everything.
     with (
         SqliteMemoryStore.open(data_dir, key=KEY, config=FAST, hnsw=True) as mem,
         DocumentStore.open(data_dir, key=KEY, config=FAST) as docs,
     ):
         assert docs.query(words[-1], 1)[0].id == words[-1] or len(words) % 2
-    hits = scan_for(data_dir, needles_for(words, np.stack(vecs)))
+    backup = data_dir.parent / "backup"
+    backup_store(data_dir, Credential.from_key(KEY), backup)
+    assert (backup / "memory.db").stat().st_size > 0
+    needles = needles_for(words, np.stack(vecs))
+    hits = scan_for(data_dir, needles) + scan_for(backup, needles)
     assert hits == [], f"plaintext at rest: {hits[:5]}"
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert not [w for w in words if w in logged]
