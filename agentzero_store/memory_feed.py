@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
 P = TypeVar("P")
 
-# label, embedding, org, agent, conversation, expiry: what an item of the feed carries.
-_ITEM = "m.embedding, m.org_id, m.agent_id, m.conversation_id, m.expires_at_us"
+# embedding, org, agent, conversation, expiry: what an item of the feed carries. The
+# vector lives in memory_vec (``v``), the scope on the memory row (``m``).
+_ITEM = "v.embedding, m.org_id, m.agent_id, m.conversation_id, m.expires_at_us"
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class MemoryFeed:
         rows = self._live().query(
             f"SELECT c.seq, c.op, c.label, {_ITEM} FROM changes c "
             "LEFT JOIN memory m ON c.op = 'insert' AND m.label = c.label "
+            "LEFT JOIN memory_vec v ON v.label = m.label "
             "WHERE c.seq > ? ORDER BY c.seq LIMIT ?",
             (seq, limit),
         )
@@ -86,8 +88,8 @@ class MemoryFeed:
     def items_after(self, label: int, limit: int) -> list[tuple[int, MemoryItem]]:
         """Up to ``limit`` (label, item) of rows holding a vector with label > ``label``."""
         rows = self._live().query(
-            f"SELECT m.label, {_ITEM} FROM memory m WHERE m.label > ? "
-            "AND m.embedding IS NOT NULL ORDER BY m.label LIMIT ?",
+            f"SELECT v.label, {_ITEM} FROM memory_vec v JOIN memory m ON m.label = v.label "
+            "WHERE v.label > ? ORDER BY v.label LIMIT ?",
             (label, limit),
         )
         return [(int(r[0]), MemoryItem(bytes(r[1]), r[2], r[3], r[4], r[5])) for r in rows]
@@ -95,8 +97,7 @@ class MemoryFeed:
     def vectors_after(self, label: int, limit: int) -> list[tuple[int, bytes]]:
         """Up to ``limit`` (label, float32 bytes) with label > ``label``, by label."""
         rows = self._live().query(
-            "SELECT label, embedding FROM memory WHERE label > ? AND embedding IS NOT NULL "
-            "ORDER BY label LIMIT ?",
+            "SELECT label, embedding FROM memory_vec WHERE label > ? ORDER BY label LIMIT ?",
             (label, limit),
         )
         return [(int(r[0]), bytes(r[1])) for r in rows]
@@ -108,9 +109,7 @@ class MemoryFeed:
         """
         with self._live().snapshot() as c:
             seq = int(c.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
-            cur = c.execute(
-                "SELECT label, embedding FROM memory WHERE embedding IS NOT NULL ORDER BY label"
-            )
+            cur = c.execute("SELECT label, embedding FROM memory_vec ORDER BY label")
             while rows := cur.fetchmany(batch):
                 yield seq, [r[0] for r in rows], b"".join(r[1] for r in rows)
 

@@ -50,9 +50,11 @@ def _semantic_sql(
     db: Database, q: npt.NDArray[np.float32], k: int, scope: Scope, now_us: int
 ) -> list[MemoryHit]:
     """Exact search over every stored vector in scope, read from SQLCipher."""
-    where, params = scope_where(scope, now_us)
+    where, params = scope_where(scope, now_us, alias="m.")
     rows = db.query(
-        f"SELECT label, embedding FROM memory WHERE embedding IS NOT NULL AND {where}", params
+        "SELECT v.label, v.embedding FROM memory m JOIN memory_vec v ON v.label = m.label "
+        f"WHERE {where}",
+        params,
     )
     if not rows:
         return []

@@ -1,8 +1,9 @@
 """The memory store's write path: appends and deletes, each with its change-feed entry.
 
-Every write is one SQLCipher transaction that changes ``memory``, its FTS5 index and the
-``changes`` feed together, so a derived index that replays the feed sees exactly the
-committed writes, in order. The commit is the durability point (WAL, synchronous=FULL).
+Every write is one SQLCipher transaction that changes ``memory``, its vector row in
+``memory_vec``, its FTS5 index and the ``changes`` feed together, so a derived index that
+replays the feed sees exactly the committed writes, in order. The commit is the
+durability point (WAL, synchronous=FULL).
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ def append_many(
             blob = as_vector(vec, dim).tobytes() if vec is not None and dim else None
             cur = c.execute(
                 "INSERT INTO memory (id, role, content, created_at_us, conversation_id, org_id,"
-                " agent_id, expires_at_us, kind, source, metadata, fingerprint, embedding,"
-                " embedding_model) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " agent_id, expires_at_us, kind, source, metadata, fingerprint,"
+                " embedding_model) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     e.id,
                     e.role,
@@ -92,11 +93,12 @@ def append_many(
                     e.source,
                     json.dumps(dict(e.metadata), sort_keys=True),
                     e.fingerprint(),
-                    blob,
                     e.embedding_model,
                 ),
             )
             label = cur.lastrowid
+            if blob is not None:
+                c.execute("INSERT INTO memory_vec (label, embedding) VALUES (?, ?)", (label, blob))
             c.execute("INSERT INTO memory_fts (rowid, content) VALUES (?, ?)", (label, e.content))
             c.execute("INSERT INTO changes (op, label) VALUES ('insert', ?)", (label,))
             ids.append(e.id)  # type: ignore[arg-type]
@@ -123,6 +125,8 @@ def delete_where(db: Database, where: str, params: Sequence[Any]) -> int:
     with db.tx() as c:
         labels = [r[0] for r in c.execute(f"SELECT label FROM memory WHERE {where}", params)]
         for label in labels:
+            # The vector goes in the same transaction (secure_delete zeroes its bytes).
+            c.execute("DELETE FROM memory_vec WHERE label = ?", (label,))
             c.execute("DELETE FROM memory WHERE label = ?", (label,))
             c.execute("DELETE FROM memory_fts WHERE rowid = ?", (label,))
             # A delete is a change with its own seq, so sidecars replay it too.

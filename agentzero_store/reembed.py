@@ -4,10 +4,10 @@ Memory (``memory.db``): new vectors are staged beside the old ones in a table of
 encrypted database (``reembed_staging``), one short transaction per batch, so readers and
 writers keep working with the old embedder meanwhile and an interrupted run resumes where
 it stopped. Then ONE transaction embeds any rows appended since, swaps every row's
-embedding and ``embedding_model``, updates the store's meta (model, dimension) and drops
-the staging table: before its commit the store is wholly old, after it wholly new. The
-HNSW sidecar binds embedder id + dimension in its manifest, so it rebuilds on the next
-open (``rebuild_memory_index`` does it at once, with progress).
+vector (``memory_vec``) and ``embedding_model``, updates the store's meta (model,
+dimension) and drops the staging table: before its commit the store is wholly old, after
+it wholly new. The HNSW sidecar binds embedder id + dimension in its manifest, so it
+rebuilds on the next open (``rebuild_memory_index`` does it at once, with progress).
 
 Documents (``rag/index.jsonl``): chunk vectors live inside the sealed records, so each
 live document whose vectors do not fit the new embedder gets a new version with new
@@ -124,10 +124,13 @@ def reembed_memory(
             )
             if advance is not None:
                 advance(len(late))
+        # Staged rows whose memory was deleted meanwhile get no vector row (the join).
+        c.execute(
+            "INSERT OR REPLACE INTO memory_vec (label, embedding) "
+            f"SELECT s.label, s.embedding FROM {STAGING} s JOIN memory m ON m.label = s.label"
+        )
         cur = c.execute(
-            f"UPDATE memory SET embedding = (SELECT s.embedding FROM {STAGING} s "
-            "WHERE s.label = memory.label), embedding_model = ? "
-            f"WHERE label IN (SELECT label FROM {STAGING})",
+            f"UPDATE memory SET embedding_model = ? WHERE label IN (SELECT label FROM {STAGING})",
             (model,),
         )
         swapped = cur.rowcount

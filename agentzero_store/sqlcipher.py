@@ -19,7 +19,7 @@ import sqlcipher3
 from .errors import CorruptStoreError, SchemaVersionError, StoreIOError
 
 DatabaseError = sqlcipher3.DatabaseError
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Every migration moves the schema from version i to i+1; never edit a shipped one.
 MIGRATIONS: tuple[str, ...] = (
@@ -54,6 +54,21 @@ MIGRATIONS: tuple[str, ...] = (
         op    TEXT NOT NULL CHECK (op IN ('insert', 'delete')),
         label INTEGER NOT NULL
     );
+    """,
+    # v2: embeddings move to their own table. Inline, the 1.5 KiB vector left ~2 rows per
+    # 4 KiB page, so reading k hits (recall's final re-check, recent(), keyword recall)
+    # touched k fat pages; without it a page holds ~15 rows. embedding_model stays on the
+    # row: it is small and read with the entry. One transaction (see Database.migrate): a
+    # crash leaves v1 or v2, never a half-moved store. DROP COLUMN rewrites every row,
+    # and secure_delete zeroes the bytes the vectors leave behind.
+    """
+    CREATE TABLE memory_vec (
+        label     INTEGER PRIMARY KEY REFERENCES memory (label),
+        embedding BLOB NOT NULL
+    );
+    INSERT INTO memory_vec (label, embedding)
+        SELECT label, embedding FROM memory WHERE embedding IS NOT NULL ORDER BY label;
+    ALTER TABLE memory DROP COLUMN embedding;
     """,
 )
 

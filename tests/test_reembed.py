@@ -227,7 +227,9 @@ def test_another_embedders_leftovers_are_discarded(
             reembed_memory(s, FailingAfter(api(embed_server, 16), 2), batch=2)
         report = reembed_memory(s, api(embed_server, 32), batch=2)
         assert report.resumed == 0 and s.embedding_info() == (NEW, 32)
-        blobs = s._db.query("SELECT embedding FROM memory")
+        blobs = s._db.query(
+            "SELECT v.embedding FROM memory m LEFT JOIN memory_vec v ON v.label = m.label"
+        )
         assert {len(b[0]) for b in blobs} == {32 * 4}
 
 
@@ -245,7 +247,9 @@ def test_rows_written_during_the_run_are_switched_too(
         report = reembed_memory(s, FailingAfter(api(embed_server, 32), 0, meanwhile), batch=100)
         assert report.rows == len(MEMORIES) + 1
         assert {e.embedding_model for e in s.recent(100)} == {NEW}
-        vectors = s._db.query("SELECT embedding FROM memory")
+        vectors = s._db.query(
+            "SELECT v.embedding FROM memory m LEFT JOIN memory_vec v ON v.label = m.label"
+        )
         assert all(np.frombuffer(v[0], dtype=np.float32).shape == (32,) for v in vectors)
 
 
