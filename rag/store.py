@@ -4,7 +4,8 @@ The log (``rag/index.jsonl``) is the truth. A BM25 sidecar (Tantivy, in RAM, sea
 checkpoints) always exists; with an embedder, an HNSW sidecar over chunk vectors adds
 ``semantic`` and ``hybrid`` (RRF, k=60) modes. Chunk vectors are sealed inside the log
 records, so a lost index is rebuilt without re-embedding. Every hit is re-checked
-against the log: only the live version of a document is ever returned.
+against the log: only the live version of a document is ever returned. The sidecars are
+built and kept in step in ``rag.indexes``.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from agentzero_store.hnsw_index import HnswIndex
 from agentzero_store.keys import StoreKeys, open_data_dir
 from agentzero_store.ops.lock import WriterLock, acquire_writer
 from agentzero_store.recall import rrf_fuse
-from agentzero_store.sidecar import EmbedderInfo, Progress, Sidecar, SidecarStatus
+from agentzero_store.sidecar import Progress, SidecarStatus
 
 from .chunking import DEFAULT_PARAMS, Chunk, ChunkParams, chunk_text
-from .feed import ChunkFeed, check_chunk_count
+from .feed import check_chunk_count
+from .indexes import DocumentIndexes, vectors_fit
 from .log import DocumentLog
 from .query import MODES, DocumentHit, QueryMode, roll_up
 from .records import ChunkVectors, DocumentRecord, Upsert
@@ -65,12 +67,6 @@ class DocInput:
     metadata: Mapping[str, Any] | None = None
 
 
-def _bm25_text(record: DocumentRecord, chunks: list[Chunk]) -> list[str | None]:
-    # BM25 over title + text: the title is indexed with every chunk of its document.
-    prefix = f"{record.title}\n" if record.title else ""
-    return [prefix + c.text for c in chunks]
-
-
 class DocumentStore:
     """Ingest, delete, get and query documents in an encrypted data dir."""
 
@@ -93,35 +89,18 @@ class DocumentStore:
         self.config = config
         self.chunking = chunking
         self._closed = False
-        text_feed: ChunkFeed[str] = ChunkFeed(doclog, chunking, _bm25_text)
-        self._text_feed = text_feed
-        self.bm25: Sidecar[str] = Sidecar(
-            layout.rag_tantivy,
-            Bm25Index(),
-            text_feed,
-            key=keys.sidecar_key,
-            checkpoint_every=config.checkpoint_every,
+        self.indexes = DocumentIndexes(
+            layout,
+            keys,
+            doclog,
+            embedder=embedder,
+            config=config,
+            chunking=chunking,
             io=io,
+            progress=progress,
         )
-        self.bm25.open(progress)
-        self.hnsw: Sidecar[bytes] | None = None
-        if embedder is not None:
-            vec_feed: ChunkFeed[bytes] = ChunkFeed(doclog, chunking, self._vector_payload)
-            self.hnsw = Sidecar(
-                layout.rag_hnsw,
-                HnswIndex(
-                    embedder.dimension,
-                    m=config.hnsw_m,
-                    ef_construction=config.hnsw_ef_construction,
-                    ef_search_min=config.hnsw_ef_search_min,
-                ),
-                vec_feed,
-                key=keys.sidecar_key,
-                embedder=EmbedderInfo(embedder.model_id, embedder.dimension),
-                checkpoint_every=config.checkpoint_every,
-                io=io,
-            )
-            self.hnsw.open(progress)
+        self.bm25 = self.indexes.bm25
+        self.hnsw = self.indexes.hnsw
 
     @classmethod
     def open(
@@ -186,7 +165,7 @@ class DocumentStore:
         if self._closed:
             return
         self._closed = True
-        for sidecar in self._sidecars():
+        for sidecar in self.indexes.sidecars():
             if sidecar.pending:
                 try:
                     sidecar.checkpoint()
@@ -201,9 +180,6 @@ class DocumentStore:
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-    def _sidecars(self) -> list[Sidecar[Any]]:
-        return [s for s in (self.bm25, self.hnsw) if s is not None]
 
     # ------------------------------------------------------------------ writes
     def ingest(
@@ -268,16 +244,8 @@ class DocumentStore:
             and current.source_path == d.source_path
             and dict(current.metadata) == dict(d.metadata or {})
         )
-        return same and (self.embedder is None or self._vectors_fit(current))
-
-    def _vectors_fit(self, record: DocumentRecord) -> bool:
-        v, e = record.vectors, self.embedder
-        return (
-            v is not None
-            and e is not None
-            and v.model == e.model_id
-            and v.dim == e.dimension
-            and v.chunking == self.chunking.id
+        return same and (
+            self.embedder is None or vectors_fit(current, self.embedder, self.chunking)
         )
 
     def _embed(self, todo: Sequence[tuple[DocInput, list[Chunk]]]) -> list[ChunkVectors | None]:
@@ -321,7 +289,7 @@ class DocumentStore:
         """Rewrite the log without superseded and deleted records; indexes rebuild."""
         with self._writer():
             generation = self.log.compact()
-        for sidecar in self._sidecars():
+        for sidecar in self.indexes.sidecars():
             sidecar.rebuild(reason="the document log was compacted")
         return generation
 
@@ -334,8 +302,7 @@ class DocumentStore:
         )
 
     def _catch_up(self) -> None:
-        for sidecar in self._sidecars():
-            sidecar.catch_up()
+        self.indexes.catch_up()
 
     # ------------------------------------------------------------------ reads
     def get(self, doc_id: str) -> DocumentRecord | None:
@@ -401,7 +368,7 @@ class DocumentStore:
                 continue  # an older version (the index is re-checked against the log)
             record = self.log.get(doc_id)
             assert record is not None
-            chunk = self._text_feed.chunks_of(seq)[index]
+            chunk = self.indexes.text_feed.chunks_of(seq)[index]
             out.append(
                 DocumentHit(
                     id=doc_id,
@@ -419,32 +386,16 @@ class DocumentStore:
         return out
 
     # ------------------------------------------------------------------ indexes
-    def _vector_payload(self, record: DocumentRecord, chunks: list[Chunk]) -> list[bytes | None]:
-        if not self._vectors_fit(record) or record.vectors is None:
-            return [None] * len(chunks)  # embedded with another model: see vector_coverage
-        if record.vectors.rows != len(chunks):
-            return [None] * len(chunks)
-        row = 4 * record.vectors.dim
-        data = record.vectors.data
-        return [data[i * row : (i + 1) * row] for i in range(len(chunks))]
-
     def vector_coverage(self) -> tuple[int, int]:
         """(chunks with vectors from this embedder, chunks in the BM25 index)."""
-        return (self.hnsw.index.count() if self.hnsw else 0, self.bm25.index.count())
+        return self.indexes.vector_coverage()
 
     def index_status(self) -> list[SidecarStatus]:
         """Status of each index (for ``agentzero store status``)."""
-        return [s.status() for s in self._sidecars()]
+        return self.indexes.status()
 
     def rebuild_index(
         self, name: str | None = None, progress: Callable[[int, int], None] | None = None
     ) -> list[str]:
         """Rebuild one index (``bm25`` or ``hnsw``) or all; returns the names rebuilt."""
-        done = []
-        for sidecar in self._sidecars():
-            if name in (None, sidecar.index.kind):
-                sidecar.rebuild(progress)
-                done.append(sidecar.index.kind)
-        if name is not None and not done:
-            raise InvalidArgumentError(f"no index named {name!r} in the document store")
-        return done
+        return self.indexes.rebuild(name, progress)

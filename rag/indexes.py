@@ -1,0 +1,135 @@
+"""The document store's derived indexes: BM25 always, HNSW with an embedder.
+
+Both are ``Sidecar``s (sealed checkpoints, replay, rebuild: see
+``agentzero_store.sidecar``) fed by a ``ChunkFeed`` over the document log. The BM25
+sidecar (Tantivy) indexes title + text of every chunk. The HNSW sidecar indexes the chunk
+vectors sealed inside the log records, so a lost index is rebuilt without re-embedding;
+a record embedded with another model, dimension or chunking has no vectors for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agentzero_store.bm25_index import Bm25Index
+from agentzero_store.config import Layout, StoreConfig
+from agentzero_store.embeddings import Embedder
+from agentzero_store.errors import InvalidArgumentError
+from agentzero_store.fileio import FileIO
+from agentzero_store.hnsw_index import HnswIndex
+from agentzero_store.keys import StoreKeys
+from agentzero_store.sidecar import EmbedderInfo, Progress, Sidecar, SidecarStatus
+
+from .chunking import Chunk, ChunkParams
+from .feed import ChunkFeed
+from .log import DocumentLog
+from .records import DocumentRecord
+
+
+def bm25_text(record: DocumentRecord, chunks: list[Chunk]) -> list[str | None]:
+    """What BM25 indexes for each chunk of ``record``."""
+    # BM25 over title + text: the title is indexed with every chunk of its document.
+    prefix = f"{record.title}\n" if record.title else ""
+    return [prefix + c.text for c in chunks]
+
+
+def vectors_fit(record: DocumentRecord, embedder: Embedder | None, chunking: ChunkParams) -> bool:
+    """True if ``record`` carries vectors from ``embedder`` over chunks cut by ``chunking``."""
+    v, e = record.vectors, embedder
+    return (
+        v is not None
+        and e is not None
+        and v.model == e.model_id
+        and v.dim == e.dimension
+        and v.chunking == chunking.id
+    )
+
+
+class DocumentIndexes:
+    """Builds, opens and maintains the sidecars of one document store."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        keys: StoreKeys,
+        doclog: DocumentLog,
+        *,
+        embedder: Embedder | None,
+        config: StoreConfig,
+        chunking: ChunkParams,
+        io: FileIO,
+        progress: Progress | None,
+    ) -> None:
+        self.embedder = embedder
+        self.chunking = chunking
+        self.text_feed: ChunkFeed[str] = ChunkFeed(doclog, chunking, bm25_text)
+        self.bm25: Sidecar[str] = Sidecar(
+            layout.rag_tantivy,
+            Bm25Index(),
+            self.text_feed,
+            key=keys.sidecar_key,
+            checkpoint_every=config.checkpoint_every,
+            io=io,
+        )
+        self.bm25.open(progress)
+        self.hnsw: Sidecar[bytes] | None = None
+        if embedder is not None:
+            vec_feed: ChunkFeed[bytes] = ChunkFeed(doclog, chunking, self._vector_payload)
+            self.hnsw = Sidecar(
+                layout.rag_hnsw,
+                HnswIndex(
+                    embedder.dimension,
+                    m=config.hnsw_m,
+                    ef_construction=config.hnsw_ef_construction,
+                    ef_search_min=config.hnsw_ef_search_min,
+                ),
+                vec_feed,
+                key=keys.sidecar_key,
+                embedder=EmbedderInfo(embedder.model_id, embedder.dimension),
+                checkpoint_every=config.checkpoint_every,
+                io=io,
+            )
+            self.hnsw.open(progress)
+
+    def sidecars(self) -> list[Sidecar[Any]]:
+        """The open sidecars: BM25, then HNSW if there is an embedder."""
+        return [s for s in (self.bm25, self.hnsw) if s is not None]
+
+    def catch_up(self) -> None:
+        """Replay the log's new changes into every sidecar."""
+        for sidecar in self.sidecars():
+            sidecar.catch_up()
+
+    def vector_coverage(self) -> tuple[int, int]:
+        """(chunks with vectors from this embedder, chunks in the BM25 index)."""
+        return (self.hnsw.index.count() if self.hnsw else 0, self.bm25.index.count())
+
+    def status(self) -> list[SidecarStatus]:
+        """Status of each index."""
+        return [s.status() for s in self.sidecars()]
+
+    def rebuild(
+        self, name: str | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> list[str]:
+        """Rebuild one index (``bm25`` or ``hnsw``) or all; returns the names rebuilt."""
+        done = []
+        for sidecar in self.sidecars():
+            if name in (None, sidecar.index.kind):
+                sidecar.rebuild(progress)
+                done.append(sidecar.index.kind)
+        if name is not None and not done:
+            raise InvalidArgumentError(f"no index named {name!r} in the document store")
+        return done
+
+    def _vector_payload(self, record: DocumentRecord, chunks: list[Chunk]) -> list[bytes | None]:
+        if not vectors_fit(record, self.embedder, self.chunking) or record.vectors is None:
+            return [None] * len(chunks)  # embedded with another model: see vector_coverage
+        if record.vectors.rows != len(chunks):
+            return [None] * len(chunks)
+        row = 4 * record.vectors.dim
+        data = record.vectors.data
+        return [data[i * row : (i + 1) * row] for i in range(len(chunks))]
+
+
+__all__ = ["DocumentIndexes", "bm25_text", "vectors_fit"]
