@@ -1,6 +1,6 @@
 """The benchmark harness: every figure beside its raw-library anchor, in one run.
 
-    .venv/bin/python benchmarks/run.py              # full sizes (100k), ~20-30 min here
+    .venv/bin/python benchmarks/run.py              # full sizes (100k), 1-1.5 h on 2 busy cores
     .venv/bin/python benchmarks/run.py --quick      # small sizes, < 2 min (what CI runs)
     .venv/bin/python benchmarks/run.py --only memory,bm25 --json out.json
     .venv/bin/python benchmarks/run.py --setup-peers   # Chroma in benchmarks/.peers-venv
