@@ -10,7 +10,7 @@ of chunking, every sidecar checkpoint stops matching and is rebuilt.
 
 from __future__ import annotations
 
-import functools
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
@@ -49,14 +49,50 @@ def check_chunk_count(doc_id: str, chunks: list[Chunk]) -> None:
         )
 
 
+class ChunkCache:
+    """Chunks of recent document versions, keyed by (log generation, seq).
+
+    Shared by every feed of a store and primed by ingest, so a document is chunked once
+    per write, not once more for each sidecar. Bounded: old versions fall out.
+    """
+
+    def __init__(self, log: DocumentLog, params: ChunkParams, size: int = 4096) -> None:
+        self.log = log
+        self.params = params
+        self._size = size
+        self._items: OrderedDict[tuple[str, int], list[Chunk]] = OrderedDict()
+
+    def put(self, seq: int, chunks: list[Chunk]) -> None:
+        """Remember the chunks of the version written at ``seq``."""
+        self._items[(self.log.generation, seq)] = chunks
+        self._items.move_to_end((self.log.generation, seq))
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+    def get(self, seq: int, record: DocumentRecord | None = None) -> list[Chunk]:
+        """The chunks of the version at ``seq`` (cut from ``record``, or re-read, if unknown)."""
+        key = (self.log.generation, seq)
+        chunks = self._items.get(key)
+        if chunks is None:
+            if record is None:
+                entry = self.log.read(seq)
+                assert isinstance(entry, DocumentRecord)
+                record = entry
+            chunks = chunk_text(record.text, self.params)
+            self.put(seq, chunks)
+        return chunks
+
+
 class ChunkFeed(Generic[P]):
     """A ``sidecar.Source[P]`` over the chunks of the live documents of a log."""
 
-    def __init__(self, log: DocumentLog, params: ChunkParams, payload: PayloadFn[P]) -> None:
+    def __init__(
+        self, log: DocumentLog, params: ChunkParams, payload: PayloadFn[P], cache: ChunkCache
+    ) -> None:
         self.log = log
         self.params = params
         self._payload = payload
-        self._chunks = functools.lru_cache(maxsize=256)(self._chunks_uncached)
+        self._cache = cache
 
     @property
     def store_id(self) -> str:
@@ -72,16 +108,11 @@ class ChunkFeed(Generic[P]):
         return len(self.log)
 
     def chunks_of(self, seq: int) -> list[Chunk]:
-        """The chunks of the version written at ``seq`` (cached; the text is re-read)."""
-        return self._chunks(self.log.generation, seq)
-
-    def _chunks_uncached(self, generation: str, seq: int) -> list[Chunk]:
-        record = self.log.read(seq)
-        assert isinstance(record, DocumentRecord)
-        return chunk_text(record.text, self.params)
+        """The chunks of the version written at ``seq`` (cached; else the text is re-read)."""
+        return self._cache.get(seq)
 
     def _inserts(self, seq: int, record: DocumentRecord) -> list[tuple[int, P]]:
-        chunks = chunk_text(record.text, self.params)
+        chunks = self._cache.get(seq, record)
         payloads = self._payload(record, chunks)
         return [
             (chunk_key(seq, c.index), p)

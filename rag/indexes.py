@@ -22,7 +22,7 @@ from agentzero_store.keys import StoreKeys
 from agentzero_store.sidecar import EmbedderInfo, Progress, Sidecar, SidecarStatus
 
 from .chunking import Chunk, ChunkParams
-from .feed import ChunkFeed
+from .feed import ChunkCache, ChunkFeed
 from .log import DocumentLog
 from .records import DocumentRecord
 
@@ -63,7 +63,8 @@ class DocumentIndexes:
     ) -> None:
         self.embedder = embedder
         self.chunking = chunking
-        self.text_feed: ChunkFeed[str] = ChunkFeed(doclog, chunking, bm25_text)
+        self.chunks = ChunkCache(doclog, chunking)  # shared: each version is chunked once
+        self.text_feed: ChunkFeed[str] = ChunkFeed(doclog, chunking, bm25_text, self.chunks)
         self.bm25: Sidecar[str] = Sidecar(
             layout.rag_tantivy,
             Bm25Index(),
@@ -75,7 +76,9 @@ class DocumentIndexes:
         self.bm25.open(progress)
         self.hnsw: Sidecar[bytes] | None = None
         if embedder is not None:
-            vec_feed: ChunkFeed[bytes] = ChunkFeed(doclog, chunking, self._vector_payload)
+            vec_feed: ChunkFeed[bytes] = ChunkFeed(
+                doclog, chunking, self._vector_payload, self.chunks
+            )
             self.hnsw = Sidecar(
                 layout.rag_hnsw,
                 HnswIndex(

@@ -35,7 +35,7 @@ from .feed import check_chunk_count
 from .indexes import DocumentIndexes, vectors_fit
 from .log import DocumentLog
 from .query import MODES, DocumentHit, QueryMode, roll_up
-from .records import ChunkVectors, DocumentRecord, Upsert
+from .records import ChunkVectors, DocumentRecord, Upsert, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -228,6 +228,8 @@ class DocumentStore:
         for i in range(len(docs)):
             if i not in results:
                 (d, chunks), ch = next(it)
+                if ch is not None:
+                    self.indexes.chunks.put(ch.seq, chunks)  # the sidecars need not re-chunk
                 results[i] = IngestResult(d.id, ch.seq if ch else None, len(chunks), True)
         self._catch_up()
         return [results[i] for i in range(len(docs))]
@@ -236,8 +238,6 @@ class DocumentStore:
         current = self.log.get(d.id)
         if current is None:
             return False
-        from .records import content_hash
-
         same = (
             current.content_hash == content_hash(d.text)
             and current.title == d.title
