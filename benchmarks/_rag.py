@@ -53,9 +53,9 @@ def _raw_tantivy(docs: list[str]) -> float:
     return time.perf_counter() - t
 
 
-def bm25_ingest(tmp: Path, *, quick: bool) -> list[Figure]:
+def bm25_ingest(tmp: Path, *, quick: bool, n: int | None = None) -> list[Figure]:
     """BM25-only DocumentStore ingest of short docs vs raw tantivy-py indexing."""
-    n = 5_000 if quick else 100_000
+    n = n or (5_000 if quick else 100_000)
     docs = texts(n, 20, vocabulary(50_000), seed=5)
     inputs = [DocInput(f"d{i}", d) for i, d in enumerate(docs)]
 

@@ -17,6 +17,7 @@ Both are skipped, saying so, when absent.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -46,6 +47,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     help="where to write the JSON results")
     ap.add_argument("--scifact", type=Path, default=REPO.parent / "shared" / "data" / "scifact",
                     help="BEIR SciFact folder (read in place, never copied)")
+    ap.add_argument("--n", type=int, default=None,
+                    help="override the number of memories / BM25 docs (e.g. 20000 for a "
+                         "medium run)")
     ap.add_argument("--tmp", type=Path, default=None, help="parent of the scratch directory")
     ap.add_argument("--setup-peers", action="store_true",
                     help="create benchmarks/.peers-venv with Chroma, then exit")
@@ -78,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
             import _memory
 
             progress("memory: filling the store")
-            ctx = _memory.make_context(Path(tmp), _memory.QUICK if args.quick else _memory.FULL)
+            sizes = _memory.QUICK if args.quick else _memory.FULL
+            if args.n:
+                sizes = dataclasses.replace(sizes, n=args.n)
+            ctx = _memory.make_context(Path(tmp), sizes)
             try:
                 figures += _memory.run(ctx, progress)
                 if "rss" in args.groups:
@@ -100,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             import _rag
 
             progress("bm25: BM25-only ingest vs raw tantivy-py")
-            figures += _rag.bm25_ingest(Path(tmp), quick=args.quick)
+            figures += _rag.bm25_ingest(Path(tmp), quick=args.quick, n=args.n)
         if "scifact" in args.groups:
             import _rag
 
