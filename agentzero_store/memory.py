@@ -365,10 +365,18 @@ class SqliteMemoryStore:
         scope = Scope(org_id, agent_id, conversation_id)
         if query_vector is None:
             query_vector = self.embed_query(query_text)
-        n = limit * self.config.hybrid_candidates_factor
-        sem = self._semantic(query_vector, n, scope)
-        kw = memory_recall.keyword(self._live(), query_text, n, scope, self._now_us())
-        return memory_recall.fuse(sem, kw, limit=limit, rrf_k=self.config.rrf_k)
+        dim = self._vector_dim()
+        return memory_recall.hybrid(
+            self._live(),
+            self._hnsw,
+            None if dim is None else as_vector(query_vector, dim),  # None: no vector stored yet
+            query_text,
+            scope,
+            self._now_us(),
+            candidates=limit * self.config.hybrid_candidates_factor,
+            limit=limit,
+            rrf_k=self.config.rrf_k,
+        )
 
     def recall(
         self,

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .fts_scope import match_expression
 from .memory_rows import COLUMNS, placeholders, row_to_entry, scope_where
-from .recall import exact_top_k, fts5_query, rrf_fuse
+from .recall import exact_top_k, rrf_fuse
 from .records import MemoryHit, Scope
 from .sqlcipher import Database
 
@@ -43,13 +44,13 @@ def semantic(
             hits = read_hits(db, scored, "semantic", scope, now_us)
             if len(hits) == len(scored):
                 return hits
-    return _semantic_sql(db, q, k, scope, now_us)
+    return read_hits(db, _semantic_sql(db, q, k, scope, now_us), "semantic", scope, now_us)
 
 
 def _semantic_sql(
     db: Database, q: npt.NDArray[np.float32], k: int, scope: Scope, now_us: int
-) -> list[MemoryHit]:
-    """Exact search over every stored vector in scope, read from SQLCipher."""
+) -> list[tuple[int, float]]:
+    """Exact search over every stored vector in scope, read from SQLCipher: (label, cosine)."""
     where, params = scope_where(scope, now_us, alias="m.")
     rows = db.query(
         "SELECT v.label, v.embedding FROM memory m JOIN memory_vec v ON v.label = m.label "
@@ -59,36 +60,94 @@ def _semantic_sql(
     if not rows:
         return []
     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-    top = exact_top_k(matrix.reshape(len(rows), -1), q, k)
-    return read_hits(db, [(rows[i][0], s) for i, s in top], "semantic", scope, now_us)
+    return [(rows[i][0], s) for i, s in exact_top_k(matrix.reshape(len(rows), -1), q, k)]
 
 
 def keyword(db: Database, query_text: str, k: int, scope: Scope, now_us: int) -> list[MemoryHit]:
     """BM25 keyword recall through the encrypted FTS5 index, scoped, best first."""
-    match = fts5_query(query_text)
+    return read_hits(
+        db, _keyword_scored(db, query_text, k, scope, now_us), "keyword", scope, now_us
+    )
+
+
+def _keyword_scored(
+    db: Database, query_text: str, k: int, scope: Scope, now_us: int
+) -> list[tuple[int, float]]:
+    """The ``k`` best (label, BM25 score) in scope, not yet re-checked against ``memory``.
+
+    The scope is part of the MATCH (``fts_scope``): only the scope's rows are scored and no
+    ``memory`` row is read. Expired rows not yet collected are left out through the
+    partial expiry index, so the ``LIMIT`` counts only rows that qualify.
+    """
+    match = match_expression(query_text, scope)
     if match is None:
         return []
-    where, params = scope_where(scope, now_us, alias="m.")
     rows = db.query(
-        "SELECT m.label, bm25(memory_fts) AS r FROM memory_fts "
-        "JOIN memory m ON m.label = memory_fts.rowid "
-        f"WHERE memory_fts MATCH ? AND {where} ORDER BY r, m.label LIMIT ?",
-        (match, *params, k),
+        "SELECT rowid, bm25(memory_fts, 1.0, 0.0) AS r FROM memory_fts "
+        "WHERE memory_fts MATCH ? AND rowid NOT IN (SELECT label FROM memory "
+        "WHERE expires_at_us IS NOT NULL AND expires_at_us <= ?) ORDER BY r, rowid LIMIT ?",
+        (match, now_us, k),
     )
     # bm25() is "lower is better" (negative); report it as a positive score.
-    return read_hits(db, [(r[0], -float(r[1])) for r in rows], "keyword", scope, now_us)
+    return [(int(r[0]), -float(r[1])) for r in rows]
 
 
-def fuse(sem: list[MemoryHit], kw: list[MemoryHit], *, limit: int, rrf_k: int) -> list[MemoryHit]:
-    """Reciprocal Rank Fusion of semantic and keyword hits, deduplicated on fingerprint."""
-    by_id = {h.id: h for h in (*sem, *kw)}
+def hybrid(
+    db: Database,
+    hnsw: MemoryHnsw | None,
+    q: npt.NDArray[np.float32] | None,
+    query_text: str,
+    scope: Scope,
+    now_us: int,
+    *,
+    candidates: int,
+    limit: int,
+    rrf_k: int,
+) -> list[MemoryHit]:
+    """Semantic and keyword candidates fused with RRF, deduplicated on fingerprint.
+
+    Candidates are labels and scores only; one query re-checks them all (scope, expiry,
+    existence) and fetches their fingerprints, and only the final ``limit`` rows are read
+    in full. ``q`` is None when the store holds no vector yet: keyword alone, still RRF.
+    """
+    sem = hnsw.recall(q, candidates, scope, now_us) if hnsw and q is not None else None
+    kw = _keyword_scored(db, query_text, candidates, scope, now_us)
+    fps = _fingerprints(db, [lab for lab, _ in (*(sem or ()), *kw)], scope, now_us)
+    if q is None:
+        sem = []
+    elif sem is None or any(lab not in fps for lab, _ in sem):
+        # No index yet, or it proposed a row deleted since it caught up: exact search.
+        sem = _semantic_sql(db, q, candidates, scope, now_us)
+        fps.update(_fingerprints(db, [lab for lab, _ in sem if lab not in fps], scope, now_us))
     fused = rrf_fuse(
-        {"semantic": [h.id for h in sem], "keyword": [h.id for h in kw]},
+        {
+            "semantic": [lab for lab, _ in sem],
+            "keyword": [lab for lab, _ in kw if lab in fps],
+        },
         k=rrf_k,
         limit=limit,
-        fingerprint=lambda i: by_id[i].entry.fingerprint(),
+        fingerprint=fps.__getitem__,
     )
-    return [MemoryHit(f.key, by_id[f.key].entry, f.score, f.ranks) for f in fused]
+    rows = _rows(db, [f.key for f in fused], scope, now_us)
+    return [
+        MemoryHit(rows[f.key][1], row_to_entry(rows[f.key]), f.score, f.ranks)
+        for f in fused
+        if f.key in rows
+    ]
+
+
+def _fingerprints(db: Database, labels: list[int], scope: Scope, now_us: int) -> dict[int, str]:
+    """Fingerprint of each of ``labels`` that is live, unexpired and in scope."""
+    if not labels:
+        return {}
+    where, params = scope_where(scope, now_us)
+    return dict(
+        db.query(
+            f"SELECT label, fingerprint FROM memory NOT INDEXED WHERE label IN "
+            f"({placeholders(len(labels))}) AND {where}",
+            (*labels, *params),
+        )
+    )
 
 
 def read_hits(
@@ -97,10 +156,18 @@ def read_hits(
     """Hits for ``(label, score)``, in order, keeping only rows that are still live,
     unexpired and in scope (re-checked in the database)."""
     scored = list(scored)
-    if not scored:
-        return []
+    rows = _rows(db, [lab for lab, _ in scored], scope, now_us)
+    return [
+        MemoryHit(rows[lab][1], row_to_entry(rows[lab]), score, {signal: rank})
+        for rank, (lab, score) in enumerate(((lab, s) for lab, s in scored if lab in rows), 1)
+    ]
+
+
+def _rows(db: Database, labels: list[int], scope: Scope, now_us: int) -> dict[int, Any]:
+    """The full rows of ``labels`` that are live, unexpired and in scope, by label."""
+    if not labels:
+        return {}
     where, params = scope_where(scope, now_us)
-    labels = [lab for lab, _ in scored]
     # NOT INDEXED: with every scope field given, SQLite would otherwise walk the scope
     # index and read every row of the scope; rowid lookups read only these k rows.
     rows: list[Any] = db.query(
@@ -108,13 +175,7 @@ def read_hits(
         f" AND {where}",
         (*labels, *params),
     )
-    by_label = {r[0]: r for r in rows}
-    return [
-        MemoryHit(by_label[lab][1], row_to_entry(by_label[lab]), score, {signal: rank})
-        for rank, (lab, score) in enumerate(
-            ((lab, s) for lab, s in scored if lab in by_label), start=1
-        )
-    ]
+    return {r[0]: r for r in rows}
 
 
-__all__ = ["fuse", "keyword", "read_hits", "semantic"]
+__all__ = ["hybrid", "keyword", "read_hits", "semantic"]

@@ -18,6 +18,7 @@ import numpy as np
 
 from .embeddings import Embedder, Vector, as_vector
 from .errors import EmbedderMismatchError, InvalidArgumentError, NoEmbedderError
+from .fts_scope import scope_tokens
 from .records import MemoryEntry, to_us
 from .sqlcipher import Database
 
@@ -99,7 +100,10 @@ def append_many(
             label = cur.lastrowid
             if blob is not None:
                 c.execute("INSERT INTO memory_vec (label, embedding) VALUES (?, ?)", (label, blob))
-            c.execute("INSERT INTO memory_fts (rowid, content) VALUES (?, ?)", (label, e.content))
+            c.execute(
+                "INSERT INTO memory_fts (rowid, content, scope) VALUES (?, ?, ?)",
+                (label, e.content, scope_tokens(e.org_id, e.agent_id, e.conversation_id)),
+            )
             c.execute("INSERT INTO changes (op, label) VALUES ('insert', ?)", (label,))
             ids.append(e.id)  # type: ignore[arg-type]
     return ids

@@ -17,9 +17,10 @@ from typing import Any
 import sqlcipher3
 
 from .errors import CorruptStoreError, SchemaVersionError, StoreIOError
+from .fts_scope import SQL_FUNCTION, scope_tokens
 
 DatabaseError = sqlcipher3.DatabaseError
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Every migration moves the schema from version i to i+1; never edit a shipped one.
 MIGRATIONS: tuple[str, ...] = (
@@ -70,6 +71,19 @@ MIGRATIONS: tuple[str, ...] = (
         SELECT label, embedding FROM memory WHERE embedding IS NOT NULL ORDER BY label;
     ALTER TABLE memory DROP COLUMN embedding;
     """,
+    # v3: each FTS5 row also carries its scope as tokens (see fts_scope.py), so keyword
+    # recall ANDs the scope into the MATCH and scores only the scope's rows instead of
+    # joining every match to its memory row. The index is rebuilt from ``memory`` in the
+    # migration's one transaction; secure_delete zeroes the old one's pages.
+    """
+    DROP TABLE memory_fts;
+    CREATE VIRTUAL TABLE memory_fts USING fts5 (
+        content, scope, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    INSERT INTO memory_fts (rowid, content, scope)
+        SELECT label, content, az_scope_tokens(org_id, agent_id, conversation_id)
+        FROM memory ORDER BY label;
+    """,
 )
 
 
@@ -111,6 +125,8 @@ class Database:
             # PRAGMA key always says ok: the first real read tells whether the key fits.
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            # Migrations build FTS5 scope tokens in SQL with the same function the writers use.
+            conn.create_function(SQL_FUNCTION, 3, scope_tokens, deterministic=True)
             if not readonly:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":

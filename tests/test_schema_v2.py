@@ -1,6 +1,6 @@
-"""Schema v2 (vectors in ``memory_vec``): a v1 database migrates with every vector intact
-and recall unchanged; a kill -9 during the migration leaves v1 (which then migrates) or
-v2, never a half-moved store."""
+"""Schema v2 (vectors in ``memory_vec``) and v3 (scope tokens in FTS5): a v1 database
+migrates with every vector intact and recall unchanged; a kill -9 during the migration
+leaves one whole schema version (which then migrates on), never a half-moved store."""
 
 from __future__ import annotations
 
@@ -113,9 +113,9 @@ def user_version(v1: V1Store) -> int:
 
 
 def assert_v2_intact(s: SqliteMemoryStore, v1: V1Store) -> None:
-    """Schema v2, every vector and row of the v1 store present and byte-identical."""
+    """Schema v2 or later, every vector and row of the v1 store present and byte-identical."""
     db = s._db
-    assert int(db.query("PRAGMA user_version")[0][0]) == SCHEMA_VERSION == 2
+    assert int(db.query("PRAGMA user_version")[0][0]) == SCHEMA_VERSION >= 2
     assert db.query("PRAGMA integrity_check") == [("ok",)]
     columns = {r[1] for r in db.query("PRAGMA table_info(memory)")}
     assert "embedding" not in columns and "embedding_model" in columns
@@ -126,15 +126,16 @@ def assert_v2_intact(s: SqliteMemoryStore, v1: V1Store) -> None:
     assert s.embedding_info() == (MODEL, DIM)
 
 
+def in_scope(label: int, v1: V1Store, scope: dict[str, str]) -> bool:
+    row = int(v1.ids[label][2:])  # id{i}
+    fields = dict(zip(("org_id", "agent_id", "conversation_id"), scope_of(row), strict=True))
+    return all(fields[f] == v for f, v in scope.items())
+
+
 def exact_ids(v1: V1Store, q: np.ndarray, k: int, scope: dict[str, str]) -> list[str]:
     """What v1 recall answered: exact cosine top-k over the in-scope rows with a vector."""
 
-    def in_scope(label: int) -> bool:
-        row = int(v1.ids[label][2:])  # id{i}
-        fields = dict(zip(("org_id", "agent_id", "conversation_id"), scope_of(row), strict=True))
-        return all(fields[f] == v for f, v in scope.items())
-
-    labels = [lab for lab in v1.vectors if in_scope(lab)]
+    labels = [lab for lab in v1.vectors if in_scope(lab, v1, scope)]
     scores = [float(np.frombuffer(v1.vectors[lab], dtype=np.float32) @ q) for lab in labels]
     order = np.argsort(-np.asarray(scores), kind="stable")[:k]
     return [v1.ids[labels[j]] for j in order]
@@ -172,6 +173,14 @@ def test_v1_store_migrates_with_vectors_and_recall_intact(tmp_path: Path, hnsw: 
             assert hit[0].entry.id == v1.ids[label]
         hits = s.keyword_recall("zebra123", 3)
         assert [h.entry.id for h in hits] == ["id123"]
+        # v3 rebuilt the FTS5 index with scope tokens: scoped keyword recall finds exactly
+        # the live in-scope rows holding the word, migrated or not.
+        for scope in SCOPES:
+            got = {h.entry.id for h in s.keyword_recall("topic5", 100, **scope)}
+            assert got == {
+                v1.ids[lab] for lab in v1.ids
+                if int(v1.ids[lab][2:]) % 13 == 5 and in_scope(lab, v1, scope)
+            }, scope
         entry = s.get("id10")
         assert entry is not None and entry.embedding_model == MODEL
         assert s.count() == len(v1.ids)
@@ -239,7 +248,8 @@ def _spawn_migration(v1: V1Store) -> subprocess.Popen[str]:
 
 
 @pytest.mark.crash
-def test_kill_during_migration_leaves_v1_or_v2(tmp_path: Path) -> None:
+def test_kill_during_migration_leaves_a_whole_version(tmp_path: Path) -> None:
+    """v1 -> v2 -> v3 are one transaction each: a kill leaves one of them, never a mix."""
     pristine = make_v1_store(tmp_path / "pristine", 6_000)
 
     def copy(name: str) -> V1Store:
@@ -264,7 +274,7 @@ def test_kill_during_migration_leaves_v1_or_v2(tmp_path: Path) -> None:
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=60)
         version = user_version(v1)
-        assert version in (1, 2)
+        assert version in range(1, SCHEMA_VERSION + 1)
         outcomes.append((delay, version))
         with SqliteMemoryStore.open(v1.root, passphrase=PASSPHRASE, config=FAST) as s:
             assert_v2_intact(s, v1)

@@ -1,0 +1,95 @@
+"""Keyword recall ANDs scope tokens into the FTS5 MATCH (``fts_scope``): every scope value,
+however it is spelled, is one exact token, and ranking equals BM25 over ``content``."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from agentzero_store import MemoryEntry, SqliteMemoryStore
+from agentzero_store.fts_scope import match_expression, scope_tokens, token
+from agentzero_store.records import Scope
+
+from .conftest import FAST, PASSPHRASE
+
+# Values a tokenizer or stemmer would split, fold or shorten if they were indexed as text.
+TRICKY = [
+    "acme",
+    "acme corp",
+    "Acme",
+    "ACME",
+    "acme-corp",
+    "acmes",
+    "acmed",
+    "Ácme",
+    " ",
+    '"acme" OR x',
+    "org:1",
+    "a" * 300,
+]
+
+
+def test_tokens_are_digits_behind_a_field_letter_and_differ_per_field() -> None:
+    for v in TRICKY:
+        toks = {token(f, v) for f in ("org_id", "agent_id", "conversation_id")}
+        assert len(toks) == 3
+        assert all(t[0] in "oac" and t[1:].isdigit() for t in toks)
+    assert len({token("org_id", v) for v in TRICKY}) == len(TRICKY)
+    assert scope_tokens("x", "y", "z").split() == [
+        token("org_id", "x"),
+        token("agent_id", "y"),
+        token("conversation_id", "z"),
+    ]
+
+
+def test_match_expression_quotes_words_and_only_adds_given_fields() -> None:
+    assert match_expression("!!", Scope(org_id="o")) is None
+    m = match_expression('Zebra "OR" zebra', Scope(agent_id="a b"))
+    assert m == f'content : ("zebra" OR "or") AND scope : "{token("agent_id", "a b")}"'
+
+
+def test_scoped_keyword_recall_is_exact_for_every_spelling(tmp_path: Path) -> None:
+    with SqliteMemoryStore.open(tmp_path / "d", passphrase=PASSPHRASE, config=FAST) as s:
+        ids: dict[tuple[str, str], list[str]] = {}
+        for v in TRICKY:
+            for field in ("org_id", "conversation_id"):
+                entries = [
+                    dataclasses.replace(MemoryEntry(content=f"walrus note {i}"), **{field: v})
+                    for i in range(2)
+                ]
+                ids[(field, v)] = s.append_many(entries, vectors=None)
+        for (field, v), want in ids.items():
+            got = [str(h.entry.id) for h in s.keyword_recall("walrus", 50, **{field: v})]
+            assert sorted(got) == sorted(want), (field, v)
+        assert len(s.keyword_recall("walrus", 100)) == 4 * len(TRICKY)
+
+
+def test_bm25_order_is_content_only_and_expired_rows_do_not_take_slots(tmp_path: Path) -> None:
+    now = datetime.now(UTC)
+    with SqliteMemoryStore.open(tmp_path / "d", passphrase=PASSPHRASE, config=FAST) as s:
+        # More occurrences of the word in a short row rank higher; the org name (which is
+        # also the query word) must not change the ranking: its column has weight 0.
+        strong = s.append(MemoryEntry(content="heron heron heron", org_id="heron"))
+        weak = s.append(MemoryEntry(content="heron among many other words here", org_id="heron"))
+        expired = [
+            s.append(
+                MemoryEntry(
+                    content="heron heron heron heron",
+                    org_id="heron",
+                    expires_at=now - timedelta(seconds=1 + i),
+                )
+            )
+            for i in range(5)
+        ]
+        got = [h.entry.id for h in s.keyword_recall("heron", 2, org_id="heron")]
+        assert got == [strong, weak]
+        assert not set(expired) & {h.entry.id for h in s.keyword_recall("heron", 10)}
+
+
+def test_deleted_rows_leave_the_scope_index(tmp_path: Path) -> None:
+    with SqliteMemoryStore.open(tmp_path / "d", passphrase=PASSPHRASE, config=FAST) as s:
+        a = s.append(MemoryEntry(content="ibis in the marsh", org_id="o"))
+        b = s.append(MemoryEntry(content="ibis again", org_id="o"))
+        assert s.delete(a)
+        assert [h.entry.id for h in s.keyword_recall("ibis", 5, org_id="o")] == [b]
