@@ -94,9 +94,11 @@ def main(argv: list[str] | None = None) -> int:
                     progress("rss: peak RSS of ours vs raw hnswlib, in child processes")
                     ctx.close()
                     figures += _rss.run(ctx)
-                if "chroma" in args.groups:
-                    progress("chroma: same vectors in Chroma (its own venv)")
-                    got = _peers.run_chroma(ctx, progress)
+                for peer in _peers.PEERS:
+                    if peer.group not in args.groups:
+                        continue
+                    progress(f"{peer.group}: same vectors in {peer.title} (its own venv)")
+                    got = _peers.run(peer, ctx, progress)
                     if isinstance(got, Skipped):
                         skipped.append(got)
                     else:
