@@ -1,9 +1,9 @@
-"""Peer comparison: Chroma on the same precomputed vectors, texts and scopes.
+"""Peer comparison: Chroma and LanceDB on the same precomputed vectors, texts and scopes.
 
 The peers are benchmark-only, never dependencies of the store: they live in their own
 venv (``benchmarks/.peers-venv``, made by ``run.py --setup-peers`` from
-``requirements-peers.txt``) and each runs in a child process (``_chroma_worker.py``)
-that reads the same input files. A peer's group is skipped, saying
+``requirements-peers.txt``) and each runs in a child process (``_chroma_worker.py``,
+``_lance_worker.py``) that reads the same input files. A peer's group is skipped, saying
 so, when that venv is missing or the peer does not import in it.
 
 Ingest compares the time until the n vectors are stored *and* indexed: for us the
@@ -50,7 +50,10 @@ class Peer:
 
 CHROMA = Peer("chroma", "Chroma", "chromadb", "_chroma_worker.py",
               "Chroma where=org, {setting}", "Chroma PersistentClient.add, 5k per batch")
-PEERS = (CHROMA,)
+LANCEDB = Peer("lancedb", "LanceDB", "lancedb", "_lance_worker.py",
+               "LanceDB IVF_PQ cosine, where org prefilter (BITMAP index), {setting}",
+               "LanceDB create_table + IVF_PQ + BITMAP index")
+PEERS = (CHROMA, LANCEDB)
 
 
 def setup() -> int:

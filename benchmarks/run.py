@@ -3,15 +3,16 @@
     .venv/bin/python benchmarks/run.py              # full sizes (100k), 1-1.5 h on 2 busy cores
     .venv/bin/python benchmarks/run.py --quick      # small sizes, < 2 min (what CI runs)
     .venv/bin/python benchmarks/run.py --only memory,bm25 --json out.json
-    .venv/bin/python benchmarks/run.py --setup-peers   # Chroma in benchmarks/.peers-venv
+    .venv/bin/python benchmarks/run.py --setup-peers   # Chroma, LanceDB in benchmarks/.peers-venv
 
-Groups (``--only``): memory (append, rebuild, open, recall), rss, chroma, bm25, scifact.
+Groups (``--only``): memory (append, rebuild, open, recall), rss, chroma, lancedb, bm25,
+scifact.
 Prints a markdown table (figure, ours, anchor, ratio, goal, pass) and writes JSON
 (default ``bench-out/results.json``). Speed figures are ratios against an anchor measured
 in the same run, ours and anchor interleaved, median over trials: absolute numbers on a
-shared machine drift. Chroma runs in its own venv (never a dependency of the store); the
-SciFact data is read in place from ``--scifact`` (default ``../shared/data/scifact``).
-Both are skipped, saying so, when absent.
+shared machine drift. The peers (Chroma, LanceDB) run in their own venv, never a
+dependency of the store; the SciFact data is read in place from ``--scifact`` (default
+``../shared/data/scifact``). Each is skipped, saying so, when absent.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ sys.path[:0] = [str(HERE), str(REPO)]
 
 from _harness import Figure, Skipped, table  # noqa: E402
 
-GROUPS = ("memory", "rss", "chroma", "bm25", "scifact")
-NEEDS_MEMORY = {"memory", "rss", "chroma"}  # groups that reuse the filled memory store
+GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "scifact")
+NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -52,7 +53,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                          "medium run)")
     ap.add_argument("--tmp", type=Path, default=None, help="parent of the scratch directory")
     ap.add_argument("--setup-peers", action="store_true",
-                    help="create benchmarks/.peers-venv with Chroma, then exit")
+                    help="create benchmarks/.peers-venv with Chroma and LanceDB, then exit")
     args = ap.parse_args(argv)
     only = GROUPS if args.only is None else tuple(g.strip() for g in args.only.split(","))
     unknown = sorted(set(only) - set(GROUPS))
