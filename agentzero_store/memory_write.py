@@ -9,7 +9,7 @@ durability point (WAL, synchronous=FULL).
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -74,7 +74,8 @@ def append_many(
     else:
         model, vecs = None, [None] * len(entries)
     now_us = to_us(now)
-    ids = [e.id or uuid.uuid4().hex for e in entries]
+    fresh = iter(_new_ids(sum(1 for e in entries if not e.id)))
+    ids = [e.id or next(fresh) for e in entries]
     with db.tx() as c:
         dim = _ensure_dim(c, model, vecs)
         blobs = _blobs(vecs, dim)
@@ -117,6 +118,16 @@ def append_many(
             "INSERT INTO changes (op, label) VALUES ('insert', ?)", [(label,) for label in labels]
         )
     return ids
+
+
+def _new_ids(n: int) -> list[str]:
+    """``n`` fresh ids, the same strings as ``uuid.uuid4().hex`` (random, version 4,
+    RFC 4122 variant), made from one ``os.urandom`` call: uuid4 cost ~8 µs a row."""
+    raw = np.frombuffer(os.urandom(16 * n), dtype=np.uint8).reshape(n, 16).copy()
+    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40  # version 4
+    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80  # variant RFC 4122
+    text = raw.tobytes().hex()
+    return [text[i : i + 32] for i in range(0, 32 * n, 32)]
 
 
 def _next_label(c: Any) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import numpy as np
 import pytest
 
@@ -72,3 +74,13 @@ def test_as_vectors_matches_as_vector() -> None:
         np.testing.assert_allclose(row, as_vector(v, 384), atol=1e-6)
     with pytest.raises(DimensionMismatchError):
         as_vectors(m[0], 384)
+
+
+def test_generated_ids_are_uuid4_hex(store: SqliteMemoryStore) -> None:
+    ids = store.append_many(
+        [MemoryEntry(content="a"), MemoryEntry(content="b", id="mine"), MemoryEntry(content="c")]
+    )
+    assert ids[1] == "mine" and len(set(ids)) == 3
+    for i in (ids[0], ids[2]):
+        u = uuid.UUID(i)
+        assert u.hex == i and u.version == 4 and u.variant == uuid.RFC_4122
