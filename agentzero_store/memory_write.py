@@ -74,7 +74,7 @@ def append_many(
     else:
         model, vecs = None, [None] * len(entries)
     now_us = to_us(now)
-    fresh = iter(_new_ids(sum(1 for e in entries if not e.id)))
+    fresh = iter(_new_ids(sum(1 for e in entries if not e.id), now_us))
     ids = [e.id or next(fresh) for e in entries]
     with db.tx() as c:
         dim = _ensure_dim(c, model, vecs)
@@ -120,12 +120,22 @@ def append_many(
     return ids
 
 
-def _new_ids(n: int) -> list[str]:
-    """``n`` fresh ids, the same strings as ``uuid.uuid4().hex`` (random, version 4,
-    RFC 4122 variant), made from one ``os.urandom`` call: uuid4 cost ~8 µs a row."""
+def _new_ids(n: int, now_us: int) -> list[str]:
+    """``n`` fresh ids: 32 hex digits in the UUIDv7 layout (RFC 9562): the clock's
+    milliseconds in the first 48 bits, then 74 random bits.
+
+    Time-ordered, so the ``id`` UNIQUE index grows at its right edge instead of taking
+    each new id in a random leaf page: with uuid4 ids a 1,000-row batch dirtied about one
+    index page per row once the index outgrew the page cache (60k rows: 60.4k WAL frames
+    written in all, 42.5k with these). 74 random bits keep ids unguessable and unique;
+    the time prefix says no more than ``created_at`` does. One ``os.urandom`` call for the
+    whole batch (``uuid.uuid4`` cost ~8 µs a row).
+    """
     raw = np.frombuffer(os.urandom(16 * n), dtype=np.uint8).reshape(n, 16).copy()
-    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40  # version 4
-    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80  # variant RFC 4122
+    ms = max(0, now_us // 1000) & ((1 << 48) - 1)
+    raw[:, :6] = np.frombuffer(ms.to_bytes(6, "big"), dtype=np.uint8)
+    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x70  # version 7
+    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80  # variant RFC 4122 / 9562
     text = raw.tobytes().hex()
     return [text[i : i + 32] for i in range(0, 32 * n, 32)]
 

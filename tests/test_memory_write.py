@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from agentzero_store import DimensionMismatchError, MemoryEntry, SqliteMemoryStore
 from agentzero_store.embeddings import as_vector, as_vectors
 
-from .conftest import rand_vectors
+from .conftest import FAST, PASSPHRASE, rand_vectors
 
 
 def _labels(store: SqliteMemoryStore) -> list[int]:
@@ -76,11 +78,20 @@ def test_as_vectors_matches_as_vector() -> None:
         as_vectors(m[0], 384)
 
 
-def test_generated_ids_are_uuid4_hex(store: SqliteMemoryStore) -> None:
-    ids = store.append_many(
-        [MemoryEntry(content="a"), MemoryEntry(content="b", id="mine"), MemoryEntry(content="c")]
-    )
+def test_generated_ids_are_time_ordered_uuids(data_dir: Path) -> None:
+    clock = [datetime(2026, 1, 1, tzinfo=UTC)]
+    with SqliteMemoryStore.open(
+        data_dir, passphrase=PASSPHRASE, config=FAST, clock=lambda: clock[0]
+    ) as s:
+        ids = s.append_many(
+            [MemoryEntry(content="a"), MemoryEntry(content="b", id="mine"), MemoryEntry("c")]
+        )
+        clock[0] += timedelta(milliseconds=5)
+        later = s.append(MemoryEntry(content="d"))
     assert ids[1] == "mine" and len(set(ids)) == 3
-    for i in (ids[0], ids[2]):
+    ms = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1000)
+    for i in (ids[0], ids[2], later):
         u = uuid.UUID(i)
-        assert u.hex == i and u.version == 4 and u.variant == uuid.RFC_4122
+        assert u.hex == i and u.version == 7 and u.variant == uuid.RFC_4122
+    assert int(ids[0][:12], 16) == int(ids[2][:12], 16) == ms
+    assert int(later[:12], 16) == ms + 5 and later > max(ids[0], ids[2])
