@@ -138,6 +138,17 @@ CREATE VIRTUAL TABLE memory_fts USING fts5 (content,
 """
 
 
+def _raw_sqlcipher_conn(path: Path) -> Any:
+    """A raw sqlcipher3 connection with the anchor schema and the store's pragmas."""
+    conn = sqlcipher3.connect(str(path), isolation_level=None)
+    conn.execute(f"PRAGMA key = \"x'{secrets.token_hex(32)}'\"")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA secure_delete = ON")
+    conn.executescript(_RAW_SCHEMA)
+    return conn
+
+
 def _raw_sqlcipher_fill(path: Path, ctx: MemoryContext) -> float:
     """Seconds for raw sqlcipher3 to insert the same rows + FTS5, same pragmas and batches."""
     conn = _raw_sqlcipher_conn(path)
@@ -196,18 +207,8 @@ def fill(ctx: MemoryContext) -> Figure:
     return Figure(GROUP, "memory_append_batched", f"memory append {n:,} × {DIM}-d, batched",
                   rate, "/s", raw_rate, f"raw SQLCipher insert + FTS5, {BATCH}/tx",
                   1 / p.ratio, "≥ 10k/s", rate >= 10_000, p.trials,
-                  note=f"append_many, {BATCH} per transaction; ratio = ours/raw throughput")
-
-
-def _raw_sqlcipher_conn(path: Path) -> Any:
-    """A raw sqlcipher3 connection with the anchor schema and the store's pragmas."""
-    conn = sqlcipher3.connect(str(path), isolation_level=None)
-    conn.execute(f"PRAGMA key = \"x'{secrets.token_hex(32)}'\"")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = FULL")
-    conn.execute("PRAGMA secure_delete = ON")
-    conn.executescript(_RAW_SCHEMA)
-    return conn
+                  note=f"append_many, {BATCH} per transaction; ratio = ours/raw throughput; "
+                       "ours generates time-ordered ids, the anchor random ones")
 
 
 def _raw_sqlcipher_insert(conn: Any, i: int, ctx: MemoryContext) -> None:
