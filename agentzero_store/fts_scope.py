@@ -17,6 +17,7 @@ so it can never leak them. Everything lives inside SQLCipher, like the content i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 from .recall import fts5_query
@@ -26,6 +27,7 @@ SQL_FUNCTION = "az_scope_tokens"  # registered on every connection: migrations c
 _LETTERS = {"org_id": "o", "agent_id": "a", "conversation_id": "c"}
 
 
+@functools.lru_cache(maxsize=4_096)  # a batch repeats a few scopes: hash each once
 def token(field: str, value: str) -> str:
     """The FTS5 token standing for ``field = value``."""
     digest = hashlib.blake2b(value.encode("utf-8"), digest_size=8, person=b"az-fts-scope").digest()

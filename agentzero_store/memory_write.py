@@ -9,14 +9,14 @@ durability point (WAL, synchronous=FULL).
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from .embeddings import Embedder, Vector, as_vector
+from .embeddings import Embedder, Vector, as_vector, as_vectors
 from .errors import EmbedderMismatchError, InvalidArgumentError, NoEmbedderError
 from .fts_scope import scope_tokens
 from .records import MemoryEntry, to_us
@@ -53,63 +53,129 @@ def append_many(
     embedder: Embedder | None,
     now: datetime,
 ) -> list[str]:
-    """Insert ``entries`` in one transaction (all or none); returns their ids."""
+    """Insert ``entries`` in one transaction (all or none); returns their ids.
+
+    Batched: vectors are validated and normalised as one matrix, and each table gets one
+    ``executemany`` with labels chosen here (see ``_next_label``), instead of per-row
+    ``execute`` calls that read each label back.
+    """
     entries = list(entries)
     if vectors is not None and len(vectors) != len(entries):
         raise InvalidArgumentError(f"{len(entries)} entries but {len(vectors)} vectors")
+    if not entries:
+        return []
     model: str | None
-    vecs: list[Vector | None]
+    vecs: Sequence[Any] | Vector
     if vectors is not None:
-        model = entries[0].embedding_model if entries else None
-        vecs = list(vectors)
-    elif embedder is not None and entries:
+        model = entries[0].embedding_model
+        vecs = vectors
+    elif embedder is not None:
         model = check_embedder(db, embedder)
-        vecs = list(embedder.embed([e.content for e in entries]))
+        vecs = embedder.embed([e.content for e in entries])
     else:
         model, vecs = None, [None] * len(entries)
-    ids: list[str] = []
+    now_us = to_us(now)
+    fresh = iter(_new_ids(sum(1 for e in entries if not e.id), now_us))
+    ids = [e.id or next(fresh) for e in entries]
     with db.tx() as c:
         dim = _ensure_dim(c, model, vecs)
-        for entry, vec in zip(entries, vecs, strict=True):
-            e = entry.with_(
-                id=entry.id or uuid.uuid4().hex,
-                created_at=entry.created_at or now,
-                embedding_model=(entry.embedding_model or model) if vec is not None else None,
-            )
-            blob = as_vector(vec, dim).tobytes() if vec is not None and dim else None
-            cur = c.execute(
-                "INSERT INTO memory (id, role, content, created_at_us, conversation_id, org_id,"
-                " agent_id, expires_at_us, kind, source, metadata, fingerprint,"
-                " embedding_model) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        blobs = _blobs(vecs, dim)
+        first = _next_label(c)
+        labels = range(first, first + len(entries))
+        c.executemany(
+            "INSERT INTO memory (label, id, role, content, created_at_us, conversation_id,"
+            " org_id, agent_id, expires_at_us, kind, source, metadata, fingerprint,"
+            " embedding_model) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
                 (
-                    e.id,
+                    label,
+                    eid,
                     e.role,
                     e.content,
-                    to_us(e.created_at),  # type: ignore[arg-type]
+                    to_us(e.created_at) if e.created_at else now_us,
                     e.conversation_id,
                     e.org_id,
                     e.agent_id,
                     to_us(e.expires_at) if e.expires_at else None,
                     e.kind,
                     e.source,
-                    json.dumps(dict(e.metadata), sort_keys=True),
+                    # Most entries carry no metadata: skip the encoder for the common case.
+                    json.dumps(dict(e.metadata), sort_keys=True) if e.metadata else "{}",
                     e.fingerprint(),
-                    e.embedding_model,
-                ),
-            )
-            label = cur.lastrowid
-            if blob is not None:
-                c.execute("INSERT INTO memory_vec (label, embedding) VALUES (?, ?)", (label, blob))
-            c.execute(
-                "INSERT INTO memory_fts (rowid, content, scope) VALUES (?, ?, ?)",
-                (label, e.content, scope_tokens(e.org_id, e.agent_id, e.conversation_id)),
-            )
-            c.execute("INSERT INTO changes (op, label) VALUES ('insert', ?)", (label,))
-            ids.append(e.id)  # type: ignore[arg-type]
+                    (e.embedding_model or model) if blob is not None else None,
+                )
+                for label, eid, e, blob in zip(labels, ids, entries, blobs, strict=True)
+            ],
+        )
+        c.executemany(
+            "INSERT INTO memory_vec (label, embedding) VALUES (?, ?)",
+            [(label, blob) for label, blob in zip(labels, blobs, strict=True) if blob is not None],
+        )
+        c.executemany(
+            "INSERT INTO memory_fts (rowid, content, scope) VALUES (?, ?, ?)",
+            [
+                (label, e.content, scope_tokens(e.org_id, e.agent_id, e.conversation_id))
+                for label, e in zip(labels, entries, strict=True)
+            ],
+        )
+        c.executemany(
+            "INSERT INTO changes (op, label) VALUES ('insert', ?)", [(label,) for label in labels]
+        )
     return ids
 
 
-def _ensure_dim(c: Any, model: str | None, vecs: Sequence[Any]) -> int | None:
+def _new_ids(n: int, now_us: int) -> list[str]:
+    """``n`` fresh ids: 32 hex digits in the UUIDv7 layout (RFC 9562): the clock's
+    milliseconds in the first 48 bits, then 74 random bits.
+
+    Time-ordered, so the ``id`` UNIQUE index grows at its right edge instead of taking
+    each new id in a random leaf page: with uuid4 ids a 1,000-row batch dirtied about one
+    index page per row once the index outgrew the page cache (60k rows: 60.4k WAL frames
+    written in all, 42.5k with these). 74 random bits keep ids unguessable and unique;
+    the time prefix says no more than ``created_at`` does. One ``os.urandom`` call for the
+    whole batch (``uuid.uuid4`` cost ~8 µs a row).
+    """
+    raw = np.frombuffer(os.urandom(16 * n), dtype=np.uint8).reshape(n, 16).copy()
+    ms = max(0, now_us // 1000) & ((1 << 48) - 1)
+    raw[:, :6] = np.frombuffer(ms.to_bytes(6, "big"), dtype=np.uint8)
+    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x70  # version 7
+    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80  # variant RFC 4122 / 9562
+    text = raw.tobytes().hex()
+    return [text[i : i + 32] for i in range(0, 32 * n, 32)]
+
+
+def _next_label(c: Any) -> int:
+    """The label AUTOINCREMENT would give the next row: one above both the largest label
+    ever handed out (``sqlite_sequence``, which outlives deleted rows) and the largest
+    live one. Labels are never reused: the HNSW index keys vectors by label.
+
+    Choosing the labels of a whole batch here is safe because the caller holds the write
+    transaction (BEGIN IMMEDIATE: no other connection can insert until it commits) and
+    the connection's lock (no other thread of this process can either). A clash would
+    still fail loudly: ``label`` is the primary key.
+    """
+    row = c.execute(
+        "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memory'), 0),"
+        " coalesce((SELECT max(label) FROM memory), 0))"
+    ).fetchone()
+    return int(row[0]) + 1
+
+
+def _blobs(vecs: Sequence[Any] | Vector, dim: int | None) -> list[bytes | None]:
+    """float32 bytes of each validated, normalised vector (None where there is none)."""
+    if dim is None:
+        return [None] * len(vecs)
+    if isinstance(vecs, np.ndarray) or all(v is not None for v in vecs):
+        try:
+            matrix = np.asarray(vecs, dtype=np.float32)
+        except (TypeError, ValueError):
+            matrix = None  # ragged: the per-row path below names the bad vector
+        if matrix is not None and matrix.ndim == 2:
+            return [row.tobytes() for row in as_vectors(matrix, dim)]
+    return [as_vector(v, dim).tobytes() if v is not None else None for v in vecs]
+
+
+def _ensure_dim(c: Any, model: str | None, vecs: Sequence[Any] | Vector) -> int | None:
     """The store's vector dimension, fixed by the first vector ever stored."""
     first = next((v for v in vecs if v is not None), None)
     row = c.execute("SELECT value FROM meta WHERE key = 'embedding_dim'").fetchone()
@@ -127,14 +193,13 @@ def _ensure_dim(c: Any, model: str | None, vecs: Sequence[Any]) -> int | None:
 def delete_where(db: Database, where: str, params: Sequence[Any]) -> int:
     """Delete the rows matching ``where`` (one transaction); returns how many."""
     with db.tx() as c:
-        labels = [r[0] for r in c.execute(f"SELECT label FROM memory WHERE {where}", params)]
-        for label in labels:
-            # The vector goes in the same transaction (secure_delete zeroes its bytes).
-            c.execute("DELETE FROM memory_vec WHERE label = ?", (label,))
-            c.execute("DELETE FROM memory WHERE label = ?", (label,))
-            c.execute("DELETE FROM memory_fts WHERE rowid = ?", (label,))
-            # A delete is a change with its own seq, so sidecars replay it too.
-            c.execute("INSERT INTO changes (op, label) VALUES ('delete', ?)", (label,))
+        labels = [(r[0],) for r in c.execute(f"SELECT label FROM memory WHERE {where}", params)]
+        # The vector goes in the same transaction (secure_delete zeroes its bytes).
+        c.executemany("DELETE FROM memory_vec WHERE label = ?", labels)
+        c.executemany("DELETE FROM memory WHERE label = ?", labels)
+        c.executemany("DELETE FROM memory_fts WHERE rowid = ?", labels)
+        # A delete is a change with its own seq, so sidecars replay it too.
+        c.executemany("INSERT INTO changes (op, label) VALUES ('delete', ?)", labels)
     return len(labels)
 
 
