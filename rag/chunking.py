@@ -16,6 +16,7 @@ A derived index should store ``ChunkParams.id`` and rebuild when it changes.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -57,7 +58,16 @@ class Chunk:
     text: str
 
 
+@functools.cache
+def _long_word(max_chars: int) -> re.Pattern[str]:
+    return re.compile(rf"\S{{{max_chars + 1}}}")
+
+
 def _word_spans(text: str, max_chars: int) -> list[tuple[int, int]]:
+    if len(text) <= max_chars or _long_word(max_chars).search(text) is None:
+        # Fast path (nearly every text): no word needs cutting, so the spans are the
+        # regex's own, collected without a Python loop body per word.
+        return [m.span() for m in _WORD.finditer(text)]
     spans: list[tuple[int, int]] = []
     for m in _WORD.finditer(text):
         start, end = m.span()
@@ -72,6 +82,10 @@ def chunk_text(text: str, params: ChunkParams = DEFAULT_PARAMS) -> list[Chunk]:
     if not isinstance(text, str):
         raise InvalidArgumentError("text must be a string")
     words = _word_spans(text, params.max_chars)
+    if words and len(words) <= params.max_words and words[-1][1] - words[0][0] <= params.max_chars:
+        # The whole text fits one chunk: what the loop below would cut, without its steps.
+        first, end = words[0][0], words[-1][1]
+        return [Chunk(0, first, end, text[first:end])]
     chunks: list[Chunk] = []
     i = 0
     while i < len(words):
