@@ -101,8 +101,12 @@ class DocumentIndexes:
 
     def catch_up(self) -> None:
         """Replay the log's new changes into every sidecar."""
-        for sidecar in self.sidecars():
-            sidecar.catch_up()
+        try:
+            for sidecar in self.sidecars():
+                sidecar.catch_up()
+        finally:
+            # Past this point a sidecar that still needs a record re-reads it from disk.
+            self.chunks.forget_records()
 
     def vector_coverage(self) -> tuple[int, int]:
         """(chunks with vectors from this embedder, chunks in the BM25 index)."""

@@ -147,3 +147,23 @@ def test_no_document_text_or_vector_on_disk(data_dir: Path, local_embedder: Loca
                 needles += text_needles(sentence.strip()[:40])
     needles += [b"boiler-manual", b"travel/kyoto"]  # ids are file paths: user data too
     assert scan_for(data_dir, needles) == []
+
+
+def test_catch_up_after_ingest_takes_the_written_records_not_a_disk_reread(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_store(data_dir) as s:
+        s.ingest("old", "an older version of the page")
+        reads: list[int] = []
+        real = type(s.log)._read_entry
+
+        def counting(log: object, seq: int) -> object:
+            reads.append(seq)
+            return real(log, seq)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(type(s.log), "_read_entry", counting)
+        s.ingest_many([DocInput("a", "write through alpha"), DocInput("old", "a new version")])
+        assert set(reads) == {1}  # the live "old" version (change check, created_at) only
+        assert s.indexes.chunks.record(3) is None  # held only until the sidecars caught up
+        assert [h.id for h in s.query("alpha", 5)] == ["a"]
+        assert [h.id for h in s.query("older", 5)] == []
