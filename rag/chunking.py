@@ -58,6 +58,16 @@ class Chunk:
     text: str
 
 
+_SPAN = re.compile(r"\S(?:.*\S)?", re.DOTALL)  # first to last non-whitespace character
+
+
+@functools.cache
+def _more_words(max_words: int) -> re.Pattern[str]:
+    # Matches (at a word's start) only if at least max_words + 1 words follow. \S+ and \s+
+    # are disjoint, so a failed match gives up in linear time.
+    return re.compile(rf"(?:\S+\s+){{{max_words}}}\S")
+
+
 @functools.cache
 def _long_word(max_chars: int) -> re.Pattern[str]:
     return re.compile(rf"\S{{{max_chars + 1}}}")
@@ -81,11 +91,13 @@ def chunk_text(text: str, params: ChunkParams = DEFAULT_PARAMS) -> list[Chunk]:
     """Cut ``text`` into overlapping chunks (see the module docstring for the guarantees)."""
     if not isinstance(text, str):
         raise InvalidArgumentError("text must be a string")
+    if len(text) <= params.max_chars and (span := _SPAN.search(text)) is not None:
+        first, end = span.span()
+        if _more_words(params.max_words).match(text, first) is None:
+            # The whole text fits one chunk (no more than max_words words, no more than
+            # max_chars characters): what the loop below would cut, without its steps.
+            return [Chunk(0, first, end, text[first:end])]
     words = _word_spans(text, params.max_chars)
-    if words and len(words) <= params.max_words and words[-1][1] - words[0][0] <= params.max_chars:
-        # The whole text fits one chunk: what the loop below would cut, without its steps.
-        first, end = words[0][0], words[-1][1]
-        return [Chunk(0, first, end, text[first:end])]
     chunks: list[Chunk] = []
     i = 0
     while i < len(words):

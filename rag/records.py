@@ -49,7 +49,9 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _frozen_metadata(metadata: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    if metadata is None or (isinstance(metadata, Mapping) and not metadata):
+    if metadata is None or metadata is _EMPTY or (type(metadata) is dict and not metadata):
+        return _EMPTY  # checked before the (slow) abstract isinstance below
+    if isinstance(metadata, Mapping) and not metadata:
         return _EMPTY  # the common case; skips a JSON round trip per record
     if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
         raise InvalidArgumentError("metadata must be a JSON object (a mapping with str keys)")
@@ -60,6 +62,19 @@ def _frozen_metadata(metadata: Mapping[str, Any] | None) -> Mapping[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"metadata is not JSON-serialisable: {exc}") from exc
     return MappingProxyType(copy)
+
+
+_last_iso: tuple[datetime | None, str] = (None, "")
+
+
+def _iso(dt: datetime) -> str:
+    # A batch stamps every record with the same datetime object: format it once. Keyed
+    # by identity, not equality: equal instants in other time zones format differently.
+    global _last_iso
+    last = _last_iso
+    if last[0] is not dt:
+        last = _last_iso = (dt, dt.isoformat())
+    return last[1]
 
 
 def _check_id(doc_id: object) -> str:
@@ -160,8 +175,8 @@ class DocumentRecord:
             "id": self.id,
             "text": self.text,
             "content_hash": self.content_hash,
-            "created_at": self.created_at.isoformat(),
-            "updated_at": self.updated_at.isoformat(),
+            "created_at": _iso(self.created_at),
+            "updated_at": _iso(self.updated_at),
             "title": self.title,
             "source_path": self.source_path,
             "metadata": dict(self.metadata),
@@ -200,8 +215,12 @@ class Change(NamedTuple):
 Entry = DocumentRecord | Tombstone
 
 
+# json.dumps with these arguments builds a new encoder per call: keep one.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _dumps(obj: Mapping[str, Any]) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    return _ENCODER.encode(obj).encode()
 
 
 def encode_entry(entry: Entry) -> bytes:
