@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -223,9 +223,37 @@ def _dumps(obj: Mapping[str, Any]) -> bytes:
     return _ENCODER.encode(obj).encode()
 
 
+# The string encoder JSONEncoder(ensure_ascii=False) itself uses for keys and values.
+_json_str: Callable[[str], str] = json.encoder.encode_basestring
+_UPSERT = (
+    '{"v":%d,"op":"upsert","id":%s,"text":%s,"content_hash":%s,"created_at":%s,'
+    '"updated_at":%s,"title":%s,"source_path":%s,"metadata":{}}'
+)
+
+
+def _json_opt(value: str | None) -> str:
+    return "null" if value is None else _json_str(value)
+
+
 def encode_entry(entry: Entry) -> bytes:
     """Serialise an upsert or delete payload (to be sealed)."""
     if isinstance(entry, DocumentRecord):
+        if not entry.metadata and entry.vectors is None:
+            # The common record, formatted directly: the same bytes as the dict below
+            # through _ENCODER (tests/rag/test_records.py checks it), a third of the time.
+            return (
+                _UPSERT
+                % (
+                    PAYLOAD_VERSION,
+                    _json_str(entry.id),
+                    _json_str(entry.text),
+                    _json_str(entry.content_hash),
+                    _json_str(_iso(entry.created_at)),
+                    _json_str(_iso(entry.updated_at)),
+                    _json_opt(entry.title),
+                    _json_opt(entry.source_path),
+                )
+            ).encode()
         obj = {"v": PAYLOAD_VERSION, "op": "upsert", **entry.to_dict()}
         if entry.vectors is not None:
             obj["vectors"] = entry.vectors.to_json()
