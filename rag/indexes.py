@@ -26,10 +26,12 @@ from .feed import ChunkCache, ChunkFeed
 from .log import DocumentLog
 from .records import DocumentRecord
 
-# The BM25 checkpoint is every indexed text: past 4 × checkpoint_every chunks it is
-# written once the index has grown by a quarter, not after every ingest call, so its
-# cost per chunk stays flat (each text is rewritten ~5 times in all, not N/1000 times).
+# The BM25 checkpoint is every indexed text (~150 bytes per short chunk). Up to 10,000
+# chunks that is cheap and written every checkpoint_every changes as before; beyond, it
+# waits until a quarter of the chunks past that size have changed, so its cost per
+# chunk stays flat instead of every ingest call rewriting the whole list.
 BM25_CHECKPOINT_GROWTH = 0.25
+BM25_CHECKPOINT_GROWTH_ABOVE = 10_000
 
 
 def bm25_text(record: DocumentRecord, chunks: list[Chunk]) -> list[str | None]:
@@ -78,6 +80,7 @@ class DocumentIndexes:
             checkpoint_every=config.checkpoint_every,
             io=io,
             checkpoint_growth=BM25_CHECKPOINT_GROWTH,
+            checkpoint_growth_above=BM25_CHECKPOINT_GROWTH_ABOVE,
         )
         self.bm25.open(progress)
         self.hnsw: Sidecar[bytes] | None = None
