@@ -79,12 +79,16 @@ class Sidecar(Generic[P]):
         checkpoint_every: int = 100,
         io: FileIO = DEFAULT_IO,
         batch: int = 10_000,
+        checkpoint_growth: float = 0.0,
+        checkpoint_growth_above: int = 0,
     ) -> None:
         self.directory = Path(directory)
         self.index = index
         self.source = source
         self.embedder = embedder
         self.checkpoint_every = checkpoint_every
+        self.checkpoint_growth = checkpoint_growth
+        self.checkpoint_growth_above = checkpoint_growth_above
         self._io = io
         self._batch = batch
         self._files = CheckpointFiles(self.directory, key, io=io)
@@ -124,7 +128,7 @@ class Sidecar(Generic[P]):
             if reason is not None:
                 self._rebuild(progress, reason)
                 self._checkpoint_quietly()
-            elif self._pending >= self.checkpoint_every:
+            elif self._checkpoint_due():
                 self._checkpoint_quietly()
             return OpenReport(
                 loaded=reason is None,
@@ -177,9 +181,23 @@ class Sidecar(Generic[P]):
             if self.source.source_seq() <= self.applied_seq:
                 return 0
             n = self._replay()
-            if self._pending >= self.checkpoint_every:
+            if self._checkpoint_due():
                 self._checkpoint_quietly()
             return n
+
+    def _checkpoint_due(self) -> bool:
+        # A checkpoint rewrites the whole index. With checkpoint_growth > 0, an index of
+        # more than checkpoint_growth_above entries also waits for that fraction of the
+        # entries beyond that size, so the cost per change stays flat instead of growing
+        # with the index; a crash then replays at most that many changes from the
+        # source (which has them all: nothing is lost). Smaller indexes are cheap to
+        # write and keep the plain every-checkpoint_every-changes schedule.
+        if self._pending < self.checkpoint_every:
+            return False
+        if not self.checkpoint_growth:
+            return True
+        beyond = self.index.count() - self.checkpoint_growth_above
+        return self._pending >= self.checkpoint_growth * beyond
 
     def _replay(self) -> int:
         n = 0

@@ -16,6 +16,7 @@ A derived index should store ``ChunkParams.id`` and rebuild when it changes.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -57,7 +58,26 @@ class Chunk:
     text: str
 
 
+_SPAN = re.compile(r"\S(?:.*\S)?", re.DOTALL)  # first to last non-whitespace character
+
+
+@functools.cache
+def _more_words(max_words: int) -> re.Pattern[str]:
+    # Matches (at a word's start) only if at least max_words + 1 words follow. \S+ and \s+
+    # are disjoint, so a failed match gives up in linear time.
+    return re.compile(rf"(?:\S+\s+){{{max_words}}}\S")
+
+
+@functools.cache
+def _long_word(max_chars: int) -> re.Pattern[str]:
+    return re.compile(rf"\S{{{max_chars + 1}}}")
+
+
 def _word_spans(text: str, max_chars: int) -> list[tuple[int, int]]:
+    if len(text) <= max_chars or _long_word(max_chars).search(text) is None:
+        # Fast path (nearly every text): no word needs cutting, so the spans are the
+        # regex's own, collected without a Python loop body per word.
+        return [m.span() for m in _WORD.finditer(text)]
     spans: list[tuple[int, int]] = []
     for m in _WORD.finditer(text):
         start, end = m.span()
@@ -71,6 +91,12 @@ def chunk_text(text: str, params: ChunkParams = DEFAULT_PARAMS) -> list[Chunk]:
     """Cut ``text`` into overlapping chunks (see the module docstring for the guarantees)."""
     if not isinstance(text, str):
         raise InvalidArgumentError("text must be a string")
+    if len(text) <= params.max_chars and (span := _SPAN.search(text)) is not None:
+        first, end = span.span()
+        if _more_words(params.max_words).match(text, first) is None:
+            # The whole text fits one chunk (no more than max_words words, no more than
+            # max_chars characters): what the loop below would cut, without its steps.
+            return [Chunk(0, first, end, text[first:end])]
     words = _word_spans(text, params.max_chars)
     chunks: list[Chunk] = []
     i = 0

@@ -54,6 +54,10 @@ class ChunkCache:
 
     Shared by every feed of a store and primed by ingest, so a document is chunked once
     per write, not once more for each sidecar. Bounded: old versions fall out.
+
+    Ingest also hands over the records it has just written (a write-through), so the
+    sidecars' catch-up does not read back and decrypt what was sealed a moment ago. Those
+    are held only until the sidecars have caught up (``forget_records``).
     """
 
     def __init__(self, log: DocumentLog, params: ChunkParams, size: int = 4096) -> None:
@@ -61,13 +65,25 @@ class ChunkCache:
         self.params = params
         self._size = size
         self._items: OrderedDict[tuple[str, int], list[Chunk]] = OrderedDict()
+        self._records: dict[tuple[str, int], DocumentRecord] = {}
 
-    def put(self, seq: int, chunks: list[Chunk]) -> None:
-        """Remember the chunks of the version written at ``seq``."""
-        self._items[(self.log.generation, seq)] = chunks
-        self._items.move_to_end((self.log.generation, seq))
+    def put(self, seq: int, chunks: list[Chunk], record: DocumentRecord | None = None) -> None:
+        """Remember the chunks (and, until the next catch-up, the record) written at ``seq``."""
+        key = (self.log.generation, seq)
+        self._items[key] = chunks
+        self._items.move_to_end(key)
         while len(self._items) > self._size:
             self._items.popitem(last=False)
+        if record is not None:
+            self._records[key] = record
+
+    def record(self, seq: int) -> DocumentRecord | None:
+        """The record this process wrote at ``seq``, if it is still held (else None)."""
+        return self._records.get((self.log.generation, seq))
+
+    def forget_records(self) -> None:
+        """Drop the written records: every sidecar has caught up past them."""
+        self._records.clear()
 
     def get(self, seq: int, record: DocumentRecord | None = None) -> list[Chunk]:
         """The chunks of the version at ``seq`` (cut from ``record``, or re-read, if unknown)."""
@@ -123,7 +139,7 @@ class ChunkFeed(Generic[P]):
     def changes_since(self, seq: int, limit: int) -> Sequence[Change[P]]:
         """Chunk changes after ``seq``; whole log records only (never half a record's)."""
         out: list[Change[P]] = []
-        for ch in self.log.changes_since(seq):
+        for ch in self.log.changes_since(seq, self._cache.record):
             before = len(out)
             prev = self.log.previous_version(ch.seq)
             if prev is not None:

@@ -26,6 +26,13 @@ from .feed import ChunkCache, ChunkFeed
 from .log import DocumentLog
 from .records import DocumentRecord
 
+# The BM25 checkpoint is every indexed text (~150 bytes per short chunk). Up to 10,000
+# chunks that is cheap and written every checkpoint_every changes as before; beyond, it
+# waits until a quarter of the chunks past that size have changed, so its cost per
+# chunk stays flat instead of every ingest call rewriting the whole list.
+BM25_CHECKPOINT_GROWTH = 0.25
+BM25_CHECKPOINT_GROWTH_ABOVE = 10_000
+
 
 def bm25_text(record: DocumentRecord, chunks: list[Chunk]) -> list[str | None]:
     """What BM25 indexes for each chunk of ``record``."""
@@ -72,6 +79,8 @@ class DocumentIndexes:
             key=keys.sidecar_key,
             checkpoint_every=config.checkpoint_every,
             io=io,
+            checkpoint_growth=BM25_CHECKPOINT_GROWTH,
+            checkpoint_growth_above=BM25_CHECKPOINT_GROWTH_ABOVE,
         )
         self.bm25.open(progress)
         self.hnsw: Sidecar[bytes] | None = None
@@ -101,8 +110,12 @@ class DocumentIndexes:
 
     def catch_up(self) -> None:
         """Replay the log's new changes into every sidecar."""
-        for sidecar in self.sidecars():
-            sidecar.catch_up()
+        try:
+            for sidecar in self.sidecars():
+                sidecar.catch_up()
+        finally:
+            # Past this point a sidecar that still needs a record re-reads it from disk.
+            self.chunks.forget_records()
 
     def vector_coverage(self) -> tuple[int, int]:
         """(chunks with vectors from this embedder, chunks in the BM25 index)."""

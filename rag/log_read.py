@@ -10,7 +10,7 @@ after its line is durable.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from agentzero_store.errors import InvalidArgumentError, StoreClosedError, TamperedRecordError
@@ -105,30 +105,42 @@ class LogReader:
             assert isinstance(entry, DocumentRecord)
             yield seq, entry
 
-    def changes_since(self, seq: int) -> Iterator[Change]:
+    def changes_since(
+        self, seq: int, known: Callable[[int], DocumentRecord | None] | None = None
+    ) -> Iterator[Change]:
         """Every change with a seq greater than ``seq``, oldest first.
 
         Yields ``Change(seq, op, doc_id, record)``: ``op`` is ``"upsert"`` (``record`` is
         that version, even if a later change replaced it) or ``"delete"`` (``record`` is
-        None). Raises ``StaleFeedError`` if ``seq`` is beyond the log (the caller's
-        position came from another generation or a lost log) or if the log is compacted
-        while iterating.
+        None). ``known(seq)`` may supply records this process has just written (a
+        write-through: no re-read and re-decrypt of what ``append_many`` sealed a moment
+        ago); any other record is read from disk and authenticated. Raises
+        ``StaleFeedError`` if ``seq`` is beyond the log (the caller's position came from
+        another generation or a lost log) or if the log is compacted while iterating.
         """
         self._check_open()
         if not isinstance(seq, int) or seq < 0:
             raise InvalidArgumentError("seq must be a non-negative integer")
         if seq > self.seq:
             raise StaleFeedError(f"position {seq} is beyond the end of the log (seq {self.seq})")
-        return self._changes(seq, self.generation, self._slots[seq:])
+        return self._changes(seq, self.generation, self._slots[seq:], known)
 
-    def _changes(self, start: int, generation: str, slots: list[Slot]) -> Iterator[Change]:
+    def _changes(
+        self,
+        start: int,
+        generation: str,
+        slots: list[Slot],
+        known: Callable[[int], DocumentRecord | None] | None,
+    ) -> Iterator[Change]:
         for seq, slot in enumerate(slots, start + 1):
             self._check_generation(generation)
             record = None
             if slot.op == "upsert":
-                entry = self._read_entry(seq)
-                assert isinstance(entry, DocumentRecord)
-                record = entry
+                record = known(seq) if known is not None else None
+                if record is None or record.id != slot.doc_id:
+                    entry = self._read_entry(seq)
+                    assert isinstance(entry, DocumentRecord)
+                    record = entry
             yield Change(seq, slot.op, slot.doc_id, record)
 
     def read(self, seq: int) -> Entry:

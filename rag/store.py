@@ -229,7 +229,8 @@ class DocumentStore:
             if i not in results:
                 (d, chunks), ch = next(it)
                 if ch is not None:
-                    self.indexes.chunks.put(ch.seq, chunks)  # the sidecars need not re-chunk
+                    # Write-through: the sidecars need not re-read, re-open or re-chunk it.
+                    self.indexes.chunks.put(ch.seq, chunks, ch.record)
                 results[i] = IngestResult(d.id, ch.seq if ch else None, len(chunks), True)
         self._catch_up()
         return [results[i] for i in range(len(docs))]

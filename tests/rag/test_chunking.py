@@ -73,3 +73,38 @@ def test_property_chunks_cover_text_within_limits(
     assert {m.start() for m in re.finditer(r"\S", text)} <= covered
     assert bool(chunks) == bool(text.strip())
     assert chunk_text(text, params) == chunks
+
+
+def _reference_chunks(text: str, params: ChunkParams) -> list[tuple[int, int, int, str]]:
+    """The chunker before its fast paths (one loop step per word): outputs must match."""
+    spans = [
+        (s, min(s + params.max_chars, m.end()))
+        for m in re.finditer(r"\S+", text)
+        for s in range(m.start(), m.end(), params.max_chars)
+    ]
+    out: list[tuple[int, int, int, str]] = []
+    i = 0
+    while i < len(spans):
+        first, j = spans[i][0], i + 1
+        while (
+            j < len(spans)
+            and j - i < params.max_words
+            and spans[j][1] - first <= params.max_chars
+        ):
+            j += 1
+        out.append((len(out), first, spans[j - 1][1], text[first : spans[j - 1][1]]))
+        if j == len(spans):
+            break
+        i = max(i + 1, j - min(params.overlap_words, (j - i) // 2))
+    return out
+
+
+@settings(max_examples=300)
+@given(_texts, st.integers(1, 12), st.integers(0, 11), st.integers(1, 40))
+def test_property_fast_paths_cut_like_the_word_loop(
+    text: str, max_words: int, overlap: int, max_chars: int
+) -> None:
+    params = ChunkParams(max_words=max_words, overlap_words=min(overlap, max_words - 1),
+                         max_chars=max_chars)
+    got = [(c.index, c.start, c.end, c.text) for c in chunk_text(text, params)]
+    assert got == _reference_chunks(text, params)

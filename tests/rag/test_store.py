@@ -147,3 +147,45 @@ def test_no_document_text_or_vector_on_disk(data_dir: Path, local_embedder: Loca
                 needles += text_needles(sentence.strip()[:40])
     needles += [b"boiler-manual", b"travel/kyoto"]  # ids are file paths: user data too
     assert scan_for(data_dir, needles) == []
+
+
+def test_catch_up_after_ingest_takes_the_written_records_not_a_disk_reread(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_store(data_dir) as s:
+        s.ingest("old", "an older version of the page")
+        reads: list[int] = []
+        real = type(s.log)._read_entry
+
+        def counting(log: object, seq: int) -> object:
+            reads.append(seq)
+            return real(log, seq)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(type(s.log), "_read_entry", counting)
+        s.ingest_many([DocInput("a", "write through alpha"), DocInput("old", "a new version")])
+        assert set(reads) == {1}  # the live "old" version (change check, created_at) only
+        assert s.indexes.chunks.record(3) is None  # held only until the sidecars caught up
+        assert [h.id for h in s.query("alpha", 5)] == ["a"]
+        assert [h.id for h in s.query("older", 5)] == []
+
+
+def test_large_bm25_index_checkpoints_as_it_grows_and_replays_the_rest(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rag.indexes
+
+    monkeypatch.setattr(rag.indexes, "BM25_CHECKPOINT_GROWTH_ABOVE", 0)  # "large" at once
+    docs = [DocInput(f"d{i}", f"growth doc {i} word{i % 7}") for i in range(1_000)]
+    s = open_store(data_dir)
+    s.ingest_many(docs[:800])
+    assert s.bm25.covered_seq == 800  # the first batch: nothing on disk yet
+    s.ingest_many(docs[800:900])  # 100 changes < a quarter of 900 entries: no checkpoint
+    assert (s.bm25.covered_seq, s.bm25.pending) == (800, 100)
+    s.ingest_many(docs[900:])  # 200 < a quarter of 1,000 entries: still none
+    assert (s.bm25.covered_seq, s.bm25.pending) == (800, 200)
+    s.log.close()  # as a crash would: no checkpoint on the way out
+    with open_store(data_dir) as again:  # loads the checkpoint, replays 200 from the log
+        assert (again.bm25.covered_seq, again.bm25.applied_seq) == (800, 1_000)
+        assert {h.id for h in again.query("word3", 500)} == {
+            f"d{i}" for i in range(1_000) if i % 7 == 3
+        }
