@@ -35,7 +35,10 @@ class Sealer:
         """Decrypt ``blob``; raises ``InvalidTag`` if it or ``aad`` was changed."""
         if len(blob) < OVERHEAD:
             raise InvalidTag()
-        return self._aead.decrypt(blob[:NONCE_BYTES], blob[NONCE_BYTES:], aad)
+        # memoryview slices: slicing ``blob`` itself would copy the whole ciphertext once
+        # more (a 165 MiB checkpoint at 100k memories).
+        view = memoryview(blob)
+        return self._aead.decrypt(view[:NONCE_BYTES], view[NONCE_BYTES:], aad)
 
     def __repr__(self) -> str:
         return "Sealer(<key hidden>)"
