@@ -86,6 +86,7 @@ class HnswIndex:
         self.ef_search_min = ef_search_min
         self.initial_capacity = max(16, initial_capacity)
         self._index: Any = None
+        self._ef = 0
         self._labels: set[int] = set()  # every label hnswlib holds, deleted ones included
         self._deleted: set[int] = set()
         self.reset()
@@ -105,6 +106,7 @@ class HnswIndex:
         self._labels, self._deleted = set(), set()
 
     def _new(self, capacity: int) -> Any:
+        self._ef = 0  # the beam width last set on the native index (0: unknown)
         index = hnswlib.Index(space="cosine", dim=self.dim)
         index.init_index(max_elements=capacity, M=self.m, ef_construction=self.ef_construction)
         return index
@@ -201,7 +203,7 @@ class HnswIndex:
         # The same constructor hnswlib's unpickler calls; it copies the arrays.
         index = hnswlib.Index({**scalars, **arrays})
         index.set_num_threads(-1)
-        self._index = index
+        self._index, self._ef = index, 0
         self._labels = set(arrays["label_lookup_external"].tolist())
         self._deleted = set(deleted.tolist())
         if not self._deleted <= self._labels:
@@ -217,16 +219,27 @@ class HnswIndex:
         first: hnswlib does not, and a wrong-length query corrupts its heap and aborts
         the process.
         """
+        labels, sims = self.search_arrays(query, k, ef=ef)
+        return list(zip(labels.tolist(), sims.tolist(), strict=True))
+
+    def search_arrays(
+        self, query: npt.NDArray[np.float32], k: int, *, ef: int | None = None
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]:
+        """``search`` as two arrays (labels, cosine similarities): no per-hit objects,
+        for callers that filter hundreds of candidates per query."""
         q = np.asarray(query, dtype=np.float32)
         if q.ndim != 1 or q.shape[0] != self.dim:
             raise DimensionMismatchError(
                 f"expected a query of dimension {self.dim}, got shape {q.shape}")
         k = min(k, self.count())  # hnswlib raises when k exceeds the live elements
         if k <= 0:
-            return []
-        self._index.set_ef(max(ef or 4 * k, self.ef_search_min, k))
+            return np.zeros(0, np.uint64), np.zeros(0, np.float64)
+        ef = max(ef or 4 * k, self.ef_search_min, k)
+        if ef != self._ef:
+            self._index.set_ef(ef)
+            self._ef = ef
         labels, dists = self._index.knn_query(q.reshape(1, -1), k=k, num_threads=1)
-        return [(int(lab), 1.0 - float(d)) for lab, d in zip(labels[0], dists[0], strict=True)]
+        return labels[0], 1.0 - dists[0].astype(np.float64)
 
     def contains(self, label: int) -> bool:
         """True if ``label`` is live in the index."""

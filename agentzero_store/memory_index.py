@@ -33,7 +33,6 @@ import numpy.typing as npt
 from .errors import DimensionMismatchError, SidecarCorruptError
 from .hnsw_index import HnswIndex
 from .memory_feed import MemoryItem
-from .recall import exact_top_k
 from .records import Scope
 from .scope_map import ScopeMap, Want
 
@@ -51,7 +50,7 @@ SCAN_LIMIT = 32_768  # posting lists longer than this are estimated, not scanned
 OVERSAMPLE = 1.5
 MAX_CANDIDATES = 4_096
 
-_ONE = np.ones(1, np.float32)
+_ANY: Want = (None, None, None)
 Answer = tuple[list[tuple[int, float]], Literal["index", "exact"]]
 
 
@@ -161,15 +160,23 @@ class MemoryIndex:
 
     def top_k(self, q: npt.NDArray[np.float32], k: int, scope: Scope, now_us: int) -> Answer:
         """Top-``k`` (label, cosine) among live, unexpired rows in ``scope``."""
-        want = self.map.resolve(scope)
-        live = self.map.live
+        m = self.map
+        want = m.resolve(scope)
+        live = m.live
         if want is None or live == 0:
             return [], "exact"  # a scope value never stored: nothing to find
-        if all(v is None for v in want):
+        if want == _ANY:
             return self._hnsw(q, k, want, now_us, n=k, widen=4)
-        slots = self.map.scope_slots(want, now_us, scan_limit=SCAN_LIMIT)
-        size = self.map.upper_bound(want) if slots is None else len(slots)
-        if slots is not None and size <= exact_scope_limit(k, live):
+        limit = exact_scope_limit(k, live)
+        # The shortest posting list bounds the scope; its exact size (live, unexpired, in
+        # every given field) is counted once and cached until the map changes, instead of
+        # scanning a 10k-row list on every query (~0.2 ms).
+        size = m.upper_bound(want)
+        if limit < size <= SCAN_LIMIT:
+            size = m.scope_size(want, now_us)
+        if size <= limit:
+            slots = m.scope_slots(want, now_us)
+            assert slots is not None
             return self._exact(slots, q, k), "exact"
         n = math.ceil(OVERSAMPLE * k * live / max(size, 1))
         return self._hnsw(q, k, want, now_us, n=n, widen=2)
@@ -180,12 +187,10 @@ class MemoryIndex:
         n = min(max(n, k), MAX_CANDIDATES)
         live = self.hnsw.count()
         while True:
-            cands = self.hnsw.search(q, n, ef=max(4 * k, n))
-            labels = np.fromiter((lab for lab, _ in cands), np.int64, len(cands))
-            ok = self.map.admit(labels, want, now_us)
-            hits = [c for c, good in zip(cands, ok.tolist(), strict=True) if good][:k]
-            if len(hits) >= k:
-                return hits, "index"
+            labels, sims = self.hnsw.search_arrays(q, n, ef=max(4 * k, n))
+            keep = np.flatnonzero(self.map.admit(labels.astype(np.int64), want, now_us))[:k]
+            if len(keep) >= k:
+                return list(zip(labels[keep].tolist(), sims[keep].tolist(), strict=True)), "index"
             if n >= live or n >= MAX_CANDIDATES:
                 # Scope or index exhausted: exact over the scope's rows is authoritative
                 # (a graph left sparse by deletes may not reach every node).
@@ -197,13 +202,18 @@ class MemoryIndex:
     def _exact(
         self, slots: npt.NDArray[np.int64], q: npt.NDArray[np.float32], k: int
     ) -> list[tuple[int, float]]:
+        if not len(slots):
+            return []
         labels = self.map.labels(slots)
         # einsum, not ``matrix @ q``: BLAS matvec may fan out to OpenBLAS threads that
-        # spin on a busy machine (measured 1.5 ms vs 0.2 ms CPU for 2,000 × 384). The
-        # scores then go through exact_top_k as a one-column matrix for its ordering.
+        # spin on a busy machine (measured 1.5 ms vs 0.2 ms CPU for 2,000 × 384).
         scores = np.einsum("ij,j->i", self.map.vectors(slots), q)
-        top = exact_top_k(scores.reshape(-1, 1), _ONE, k)
-        return [(int(labels[i]), s) for i, s in top]
+        k = min(k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        # By score, ties by label: the order exact search in SQL gives (rows by label),
+        # whatever order the slots are in.
+        top = top[np.lexsort((labels[top], -scores[top]))]
+        return list(zip(labels[top].tolist(), scores[top].astype(np.float64).tolist(), strict=True))
 
 
 __all__ = ["MAX_CANDIDATES", "MemoryIndex", "exact_scope_limit"]

@@ -97,6 +97,9 @@ class ScopeMap:
         self._postings: tuple[dict[int, _Slots], ...] = ({}, {}, {})
         self.size = 0  # slots in use (live or not)
         self.live = 0
+        # scope -> (now_us it was counted at, now_us it stays valid until, rows): cleared
+        # by every upsert/delete; see ``scope_size``.
+        self._sizes: dict[Want, tuple[int, int, int]] = {}
 
     def __repr__(self) -> str:
         return f"ScopeMap(live={self.live}, slots={self.size})"
@@ -110,6 +113,7 @@ class ScopeMap:
         vectors: F32,
     ) -> None:
         """Add rows (or replace rows already held, reviving deleted ones)."""
+        self._sizes.clear()
         lab = np.asarray(labels, np.int64)
         if len(np.unique(lab)) != len(lab):  # a label twice in one batch: last one wins
             for i in range(len(lab)):
@@ -143,6 +147,7 @@ class ScopeMap:
 
     def delete(self, labels: Sequence[int]) -> None:
         """Mark rows deleted; unknown or already-deleted labels are ignored."""
+        self._sizes.clear()
         slots = self._slots_of(np.asarray(labels, np.int64))
         slots = np.unique(slots[slots >= 0])
         slots = slots[self._live[slots]]
@@ -188,6 +193,22 @@ class ScopeMap:
                 return None
             cand = shortest.view().astype(np.int64)
         return cand[self._qualify(cand, want, now_us)]
+
+    def scope_size(self, want: Want, now_us: int) -> int:
+        """How many live rows in ``want`` are unexpired at ``now_us`` (what
+        ``scope_slots`` would return), from a cache when nothing changed since it was
+        counted and no counted row has expired since (an unchanged scope is counted once,
+        not scanned per query)."""
+        got = self._sizes.get(want)
+        if got is not None and got[0] <= now_us < got[1]:
+            return got[2]
+        slots = self.scope_slots(want, now_us)
+        assert slots is not None
+        until = int(self._expires[slots].min(initial=NO_EXPIRY))
+        if len(self._sizes) >= 4_096:
+            self._sizes.clear()
+        self._sizes[want] = (now_us, until, len(slots))
+        return len(slots)
 
     def upper_bound(self, want: Want) -> int:
         """An upper bound on the rows in ``want`` (its shortest posting list)."""
