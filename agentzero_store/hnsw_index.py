@@ -61,6 +61,7 @@ class State(NamedTuple):
         width = dim * 4
         vectors = data[:, off : off + width].view(np.float32)
         labels = data[:, off + width : off + width + 8].view(np.uint64).reshape(cur)
+        vectors.flags.writeable = labels.flags.writeable = False  # hnswlib's copy is the graph
         return labels, vectors
 
 

@@ -118,6 +118,10 @@ class MemoryIndex:
         return {"index": b"".join([MAGIC, _LEN.pack(len(graph)), graph, self.map.dump()])}
 
     def load(self, files: Mapping[str, bytes]) -> None:
+        """Load both from ``dump``'s bytes (see ``load_buffers``)."""
+        self.load_buffers({name: bytearray(b) for name, b in files.items()})
+
+    def load_buffers(self, files: Mapping[str, bytearray]) -> None:
         """Load both, then check they hold exactly the same live rows.
 
         Memory: the decrypted checkpoint is read through views (never sliced or copied);

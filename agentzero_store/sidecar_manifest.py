@@ -105,9 +105,27 @@ class CheckpointFiles:
 
     def read_data_file(self, name: str, f: Any, aad: bytes) -> bytes:
         """The plaintext of the manifest's entry ``name`` after its checksum and tag."""
+        blob = self._read_checked(name, f)
+        try:
+            return self._sealer.open(blob, aad)
+        except InvalidTag as exc:
+            raise SidecarCorruptError(f"data file {f['file']} failed authentication") from exc
+
+    def read_data_buffer(self, name: str, f: Any, aad: bytes) -> bytearray:
+        """``read_data_file`` into a ``bytearray``, for adapters that read their
+        checkpoint in place (``sidecar_types.LoadsBuffers``): faster, and the sealed
+        bytes are released before it returns, so only the plaintext is left."""
+        blob = self._read_checked(name, f)
+        try:
+            return self._sealer.open_into(blob, aad)
+        except InvalidTag as exc:
+            raise SidecarCorruptError(f"data file {f['file']} failed authentication") from exc
+
+    def _read_checked(self, name: str, f: Any) -> bytes:
+        """The sealed bytes of entry ``name``, after the manifest's sha256 of them."""
         if not isinstance(f, dict) or not isinstance(f.get("file"), str):
             raise SidecarCorruptError(f"{MANIFEST} entry {name!r} is malformed")
-        fname = f["file"]
+        fname: str = f["file"]
         if "/" in fname or fname.startswith(".") or fname == MANIFEST:
             raise SidecarCorruptError(f"{MANIFEST} names a bad file {fname!r}")
         try:
@@ -116,10 +134,7 @@ class CheckpointFiles:
             raise SidecarCorruptError(f"data file {fname} missing or unreadable") from exc
         if hashlib.sha256(blob).hexdigest() != f.get("sha256"):
             raise SidecarCorruptError(f"data file {fname} fails its checksum")
-        try:
-            return self._sealer.open(blob, aad)
-        except InvalidTag as exc:
-            raise SidecarCorruptError(f"data file {fname} failed authentication") from exc
+        return blob
 
     def size_bytes(self) -> int:
         """Bytes on disk under the sidecar dir (0 if it does not exist yet)."""
