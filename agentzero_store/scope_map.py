@@ -319,6 +319,12 @@ class ScopeMap:
             )
         return m
 
+    def rebase(self, vectors: F32) -> None:
+        """Read the loaded rows' vectors from ``vectors`` (the same values, moved)."""
+        if vectors.shape != self._base.shape:
+            raise ValueError("rebase needs the same rows")
+        self._base = vectors
+
     # ---------------------------------------------------------------- internals
     def _intern(self, field: int, value: str) -> int:
         ids = self._ids[field]
