@@ -227,11 +227,11 @@ class ScopeMap:
     def vectors(self, slots: npt.NDArray[np.int64]) -> F32:
         """The vectors of ``slots`` as an (n, dim) matrix (a copy)."""
         base_n = self._base_n
-        if not base_n:
-            return self._tail[slots]
+        if not len(slots) or not base_n:
+            return np.take(self._tail, slots - base_n, axis=0)
+        if int(slots.max()) < base_n:  # the common case after a load: one take
+            return np.take(self._base, slots, axis=0)
         in_base = slots < base_n
-        if in_base.all():
-            return self._base[slots]
         out = np.empty((len(slots), self.dim), np.float32)
         out[in_base] = self._base[slots[in_base]]
         out[~in_base] = self._tail[slots[~in_base] - base_n]
