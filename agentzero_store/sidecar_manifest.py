@@ -113,21 +113,39 @@ class CheckpointFiles:
 
     def read_data_buffer(self, name: str, f: Any, aad: bytes) -> bytearray:
         """``read_data_file`` into a ``bytearray``, for adapters that read their
-        checkpoint in place (``sidecar_types.LoadsBuffers``): faster, and the sealed
-        bytes are released before it returns, so only the plaintext is left."""
-        blob = self._read_checked(name, f)
-        try:
-            return self._sealer.open_into(blob, aad)
-        except InvalidTag as exc:
-            raise SidecarCorruptError(f"data file {f['file']} failed authentication") from exc
+        checkpoint in place (``sidecar_types.LoadsBuffers``).
 
-    def _read_checked(self, name: str, f: Any) -> bytes:
-        """The sealed bytes of entry ``name``, after the manifest's sha256 of them."""
+        Streamed: the file is read once in chunks that are hashed and decrypted while
+        still in cache, into one preallocated buffer (the sealed bytes are never held
+        whole). Nothing is returned unless both the sha256 and the AES-GCM tag passed.
+        """
+        path = self.directory / self._file_name(name, f)
+        hasher = hashlib.sha256()
+        try:
+            with path.open("rb") as fh:
+                plain = self._sealer.open_file(fh, os.fstat(fh.fileno()).st_size, aad, hasher)
+        except OSError as exc:
+            raise SidecarCorruptError(f"data file {path.name} missing or unreadable") from exc
+        except InvalidTag as exc:
+            if hasher.hexdigest() != f.get("sha256"):
+                raise SidecarCorruptError(f"data file {path.name} fails its checksum") from exc
+            raise SidecarCorruptError(f"data file {path.name} failed authentication") from exc
+        if hasher.hexdigest() != f.get("sha256"):
+            raise SidecarCorruptError(f"data file {path.name} fails its checksum")
+        return plain
+
+    def _file_name(self, name: str, f: Any) -> str:
+        """The data file the manifest's entry ``name`` names, if it is a plain name."""
         if not isinstance(f, dict) or not isinstance(f.get("file"), str):
             raise SidecarCorruptError(f"{MANIFEST} entry {name!r} is malformed")
         fname: str = f["file"]
         if "/" in fname or fname.startswith(".") or fname == MANIFEST:
             raise SidecarCorruptError(f"{MANIFEST} names a bad file {fname!r}")
+        return fname
+
+    def _read_checked(self, name: str, f: Any) -> bytes:
+        """The sealed bytes of entry ``name``, after the manifest's sha256 of them."""
+        fname = self._file_name(name, f)
         try:
             blob = (self.directory / fname).read_bytes()
         except OSError as exc:
