@@ -10,7 +10,7 @@ decrypted checkpoint, which it keeps (``LoadsBuffers``).
 Memory at N rows of d dims: hnswlib's own copy of the graph (~(4d + 140)·N bytes) plus
 the decrypted checkpoint the map reads its vectors from (about the same again), both
 during and after the load; nothing else of that size is allocated. The map keeps its
-own float32 vectors because hnswlib's ``get_items`` costs ~100 µs a row (measured at
+own float32 vectors because hnswlib's ``get_items`` costs ~80 µs a row (measured at
 100k), which exact search over a few thousand rows cannot afford.
 
 ``top_k`` answers a query without touching SQLCipher:
