@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import hnswlib
 import numpy as np
@@ -42,6 +42,27 @@ _ARRAYS = {
     "link_lists": "int8",
 }
 _DELETED = "deleted_labels"  # ours: labels marked deleted, so counts survive a reload
+
+
+class State(NamedTuple):
+    """A parsed, size-checked hnswlib state (``HnswIndex.parse``)."""
+
+    scalars: dict[str, Any]
+    arrays: dict[str, npt.NDArray[Any]]
+
+    def rows(self, dim: int) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
+        """The label and the (unit) vector of each element, in hnswlib's internal order,
+        as read-only views into the state's level-0 data (no copies)."""
+        cur = int(self.scalars.get("cur_element_count", 0))
+        if cur == 0:
+            return np.zeros(0, np.uint64), np.zeros((0, dim), np.float32)
+        per, off = int(self.scalars["size_data_per_element"]), int(self.scalars["offset_data"])
+        data = self.arrays["data_level0"][: cur * per].reshape(cur, per)
+        width = dim * 4
+        vectors = data[:, off : off + width].view(np.float32)
+        labels = data[:, off + width : off + width + 8].view(np.uint64).reshape(cur)
+        vectors.flags.writeable = labels.flags.writeable = False  # hnswlib's copy is the graph
+        return labels, vectors
 
 
 class HnswIndex:
@@ -66,6 +87,7 @@ class HnswIndex:
         self.ef_search_min = ef_search_min
         self.initial_capacity = max(16, initial_capacity)
         self._index: Any = None
+        self._ef = 0
         self._labels: set[int] = set()  # every label hnswlib holds, deleted ones included
         self._deleted: set[int] = set()
         self.reset()
@@ -85,6 +107,7 @@ class HnswIndex:
         self._labels, self._deleted = set(), set()
 
     def _new(self, capacity: int) -> Any:
+        self._ef = 0  # the beam width last set on the native index (0: unknown)
         index = hnswlib.Index(space="cosine", dim=self.dim)
         index.init_index(max_elements=capacity, M=self.m, ef_construction=self.ef_construction)
         return index
@@ -161,15 +184,27 @@ class HnswIndex:
         blob = files.get("index")
         if blob is None or set(files) != {"index"}:
             raise SidecarCorruptError("the HNSW checkpoint has unexpected files")
+        self.load_state(self.parse(memoryview(blob)))
+
+    def parse(self, blob: memoryview) -> State:
+        """``dump``'s bytes as a checked state whose arrays are views into ``blob``
+        (no copies: at 100k × 384 each copy is ~165 MiB)."""
         scalars, arrays = _parse(blob)
+        if not (scalars.get("cur_element_count") == 0 and scalars.get("dim") == self.dim):
+            _check_state(scalars, arrays, self.dim)
+        return State(scalars, arrays)
+
+    def load_state(self, state: State) -> None:
+        """Replace the index with hnswlib's copy of a ``parse``d state."""
+        scalars, arrays = state.scalars, dict(state.arrays)
         deleted = arrays.pop(_DELETED)
         if scalars.get("cur_element_count") == 0 and scalars.get("dim") == self.dim:
             self.reset()  # an empty index: nothing for hnswlib to load
             return
-        _check_state(scalars, arrays, self.dim)
+        # The same constructor hnswlib's unpickler calls; it copies the arrays.
         index = hnswlib.Index({**scalars, **arrays})
         index.set_num_threads(-1)
-        self._index = index
+        self._index, self._ef = index, 0
         self._labels = set(arrays["label_lookup_external"].tolist())
         self._deleted = set(deleted.tolist())
         if not self._deleted <= self._labels:
@@ -185,36 +220,47 @@ class HnswIndex:
         first: hnswlib does not, and a wrong-length query corrupts its heap and aborts
         the process.
         """
+        labels, sims = self.search_arrays(query, k, ef=ef)
+        return list(zip(labels.tolist(), sims.tolist(), strict=True))
+
+    def search_arrays(
+        self, query: npt.NDArray[np.float32], k: int, *, ef: int | None = None
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]:
+        """``search`` as two arrays (labels, cosine similarities): no per-hit objects,
+        for callers that filter hundreds of candidates per query."""
         q = np.asarray(query, dtype=np.float32)
         if q.ndim != 1 or q.shape[0] != self.dim:
             raise DimensionMismatchError(
                 f"expected a query of dimension {self.dim}, got shape {q.shape}")
         k = min(k, self.count())  # hnswlib raises when k exceeds the live elements
         if k <= 0:
-            return []
-        self._index.set_ef(max(ef or 4 * k, self.ef_search_min, k))
+            return np.zeros(0, np.uint64), np.zeros(0, np.float64)
+        ef = max(ef or 4 * k, self.ef_search_min, k)
+        if ef != self._ef:
+            self._index.set_ef(ef)
+            self._ef = ef
         labels, dists = self._index.knn_query(q.reshape(1, -1), k=k, num_threads=1)
-        return [(int(lab), 1.0 - float(d)) for lab, d in zip(labels[0], dists[0], strict=True)]
+        return labels[0], 1.0 - dists[0].astype(np.float64)
 
     def contains(self, label: int) -> bool:
         """True if ``label`` is live in the index."""
         return label in self._labels and label not in self._deleted
 
 
-def _parse(blob: bytes) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
-    if not blob.startswith(MAGIC) or len(blob) < len(MAGIC) + _HEADER_LEN.size:
+def _parse(blob: memoryview) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+    if len(blob) < len(MAGIC) + _HEADER_LEN.size or bytes(blob[: len(MAGIC)]) != MAGIC:
         raise SidecarCorruptError("not an HNSW checkpoint (bad magic)")
     (hlen,) = _HEADER_LEN.unpack_from(blob, len(MAGIC))
     start = len(MAGIC) + _HEADER_LEN.size
     try:
-        header = json.loads(blob[start : start + hlen])
+        header = json.loads(bytes(blob[start : start + hlen]))
         if header["serialization"] != SERIALIZATION:
             raise SidecarCorruptError("HNSW checkpoint from another serialisation version")
         scalars = header["scalars"]
         specs = header["arrays"]
     except (ValueError, KeyError, TypeError) as exc:
         raise SidecarCorruptError("the HNSW checkpoint header is unreadable") from exc
-    body = memoryview(blob)[start + hlen :]
+    body = blob[start + hlen :]
     arrays: dict[str, npt.NDArray[Any]] = {}
     expected = {**_ARRAYS, _DELETED: "uint64"}
     for spec in specs:
@@ -225,7 +271,7 @@ def _parse(blob: bytes) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
         count = int(np.prod(shape)) if shape else 1
         if off < 0 or off + nbytes > len(body) or count * np.dtype(dtype).itemsize != nbytes:
             raise SidecarCorruptError(f"the HNSW checkpoint array {name} is truncated")
-        arrays[name] = np.frombuffer(body[off : off + nbytes], dtype=dtype).reshape(shape).copy()
+        arrays[name] = np.frombuffer(body[off : off + nbytes], dtype=dtype).reshape(shape)
     if set(arrays) != set(expected):
         raise SidecarCorruptError("the HNSW checkpoint lacks arrays")
     if not isinstance(scalars, dict) or not all(
@@ -260,4 +306,4 @@ def _check_state(s: Mapping[str, Any], a: Mapping[str, npt.NDArray[Any]], dim: i
         raise SidecarCorruptError("the HNSW checkpoint state is inconsistent")
 
 
-__all__ = ["HnswIndex"]
+__all__ = ["HnswIndex", "State"]

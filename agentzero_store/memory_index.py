@@ -4,12 +4,20 @@
 change feed reaches the HNSW graph and the ``ScopeMap`` in the same replay step, under
 the sidecar's lock, so the two never disagree. Its checkpoint holds both (the graph as
 ``hnsw_index`` writes it, the map's labels/scope/expiry beside it); the map's vectors
-are taken back from the graph's own state on load rather than stored twice.
+are not stored twice: on load it reads them in place from the graph's state in the
+decrypted checkpoint, which it keeps (``LoadsBuffers``).
+
+Memory at N rows of d dims: hnswlib's own copy of the graph (~(4d + 140)·N bytes) plus
+the decrypted checkpoint the map reads its vectors from (about the same again), both
+during and after the load; nothing else of that size is allocated. The map keeps its
+own float32 vectors because hnswlib's ``get_items`` costs ~80 µs a row (measured at
+100k), which exact search over a few thousand rows cannot afford.
 
 ``top_k`` answers a query without touching SQLCipher:
 
 - unscoped: HNSW with ``k`` candidates (beam ``4k``), expired rows dropped, widening ×4;
-- scoped: the scope's rows come from the map's posting lists. A scope of at most
+- scoped: the scope's rows come from the map's posting lists (its size is counted once
+  and cached until the map changes). A scope of at most
   ``exact_scope_limit`` rows is searched exactly over its in-memory vectors (so small
   scopes return exactly the exact top-k); a larger one goes through HNSW with
   ``1.5·k·N/s`` candidates (enough to hold ~1.5k rows of an s-row scope), filtered by
@@ -33,7 +41,6 @@ import numpy.typing as npt
 from .errors import DimensionMismatchError, SidecarCorruptError
 from .hnsw_index import HnswIndex
 from .memory_feed import MemoryItem
-from .recall import exact_top_k
 from .records import Scope
 from .scope_map import ScopeMap, Want
 
@@ -51,7 +58,7 @@ SCAN_LIMIT = 32_768  # posting lists longer than this are estimated, not scanned
 OVERSAMPLE = 1.5
 MAX_CANDIDATES = 4_096
 
-_ONE = np.ones(1, np.float32)
+_ANY: Want = (None, None, None)
 Answer = tuple[list[tuple[int, float]], Literal["index", "exact"]]
 
 
@@ -119,25 +126,45 @@ class MemoryIndex:
         return {"index": b"".join([MAGIC, _LEN.pack(len(graph)), graph, self.map.dump()])}
 
     def load(self, files: Mapping[str, bytes]) -> None:
-        """Load both, then check they hold exactly the same live rows."""
+        """Load both from ``dump``'s bytes (see ``load_buffers``)."""
+        self.load_buffers({name: bytearray(b) for name, b in files.items()})
+
+    def load_buffers(self, files: Mapping[str, bytearray]) -> None:
+        """Load both, then check they hold exactly the same live rows.
+
+        Memory: the decrypted checkpoint is read through views (never sliced or copied);
+        hnswlib copies the graph out of it, then the vectors are compacted in place to
+        its front and the scope map keeps them there. So the peak is the plaintext plus
+        hnswlib's copy, the floor of hnswlib's Python API, and no third copy exists.
+        """
         blob = files.get("index")
         head = len(MAGIC) + _LEN.size
-        if (
-            set(files) != {"index"}
-            or blob is None
-            or not blob.startswith(MAGIC)
-            or len(blob) < head
-        ):
+        if set(files) != {"index"} or blob is None or len(blob) < head:
             raise SidecarCorruptError("not a memory index checkpoint")
-        (glen,) = _LEN.unpack_from(blob, len(MAGIC))
+        view = memoryview(blob)
+        if bytes(view[: len(MAGIC)]) != MAGIC:
+            raise SidecarCorruptError("not a memory index checkpoint")
+        (glen,) = _LEN.unpack_from(view, len(MAGIC))
         if head + glen > len(blob):
             raise SidecarCorruptError("the memory index checkpoint is truncated")
-        self.hnsw.load({"index": blob[head : head + glen]})
-        labels, vectors = _graph_vectors(self.hnsw)
-        self.map = ScopeMap.load(blob[head + glen :], self.dim, labels, vectors)
-        held = self.map.live_labels().tolist()
-        if len(held) != self.hnsw.count() or not all(map(self.hnsw.contains, held)):
+        state = self.hnsw.parse(view[head : head + glen])
+        graph_labels, graph_vectors = state.rows(self.dim)
+        scope_map = ScopeMap.load(view[head + glen :], self.dim, graph_labels, graph_vectors)
+        self.hnsw.load_state(state)
+        # Every map row is a graph row (ScopeMap.load checked); the graph's live rows
+        # must be exactly the map's.
+        held = scope_map.live_labels().astype(np.uint64)
+        deleted = state.arrays["deleted_labels"]
+        if (
+            len(held) != self.hnsw.count()
+            or np.isin(held, deleted).any()
+            or not np.isin(held, state.arrays["label_lookup_external"]).all()
+        ):
             raise SidecarCorruptError("the scope map and the HNSW graph disagree")
+        # hnswlib has its copy: move the vectors to the front of the buffer, contiguous
+        # and aligned (a gather from the strided, unaligned rows is 2.4x slower).
+        scope_map.rebase(_compact(blob, graph_vectors))
+        self.map = scope_map
 
     # ---------------------------------------------------------------- queries
     def search(
@@ -148,15 +175,23 @@ class MemoryIndex:
 
     def top_k(self, q: npt.NDArray[np.float32], k: int, scope: Scope, now_us: int) -> Answer:
         """Top-``k`` (label, cosine) among live, unexpired rows in ``scope``."""
-        want = self.map.resolve(scope)
-        live = self.map.live
+        m = self.map
+        want = m.resolve(scope)
+        live = m.live
         if want is None or live == 0:
             return [], "exact"  # a scope value never stored: nothing to find
-        if all(v is None for v in want):
+        if want == _ANY:
             return self._hnsw(q, k, want, now_us, n=k, widen=4)
-        slots = self.map.scope_slots(want, now_us, scan_limit=SCAN_LIMIT)
-        size = self.map.upper_bound(want) if slots is None else len(slots)
-        if slots is not None and size <= exact_scope_limit(k, live):
+        limit = exact_scope_limit(k, live)
+        # The shortest posting list bounds the scope; its exact size (live, unexpired, in
+        # every given field) is counted once and cached until the map changes, instead of
+        # scanning a 10k-row list on every query (~0.2 ms).
+        size = m.upper_bound(want)
+        if limit < size <= SCAN_LIMIT:
+            size = m.scope_size(want, now_us)
+        if size <= limit:
+            slots = m.scope_slots(want, now_us)
+            assert slots is not None
             return self._exact(slots, q, k), "exact"
         n = math.ceil(OVERSAMPLE * k * live / max(size, 1))
         return self._hnsw(q, k, want, now_us, n=n, widen=2)
@@ -167,12 +202,10 @@ class MemoryIndex:
         n = min(max(n, k), MAX_CANDIDATES)
         live = self.hnsw.count()
         while True:
-            cands = self.hnsw.search(q, n, ef=max(4 * k, n))
-            labels = np.fromiter((lab for lab, _ in cands), np.int64, len(cands))
-            ok = self.map.admit(labels, want, now_us)
-            hits = [c for c, good in zip(cands, ok.tolist(), strict=True) if good][:k]
-            if len(hits) >= k:
-                return hits, "index"
+            labels, sims = self.hnsw.search_arrays(q, n, ef=max(4 * k, n))
+            keep = np.flatnonzero(self.map.admit(labels.astype(np.int64), want, now_us))[:k]
+            if len(keep) >= k:
+                return list(zip(labels[keep].tolist(), sims[keep].tolist(), strict=True)), "index"
             if n >= live or n >= MAX_CANDIDATES:
                 # Scope or index exhausted: exact over the scope's rows is authoritative
                 # (a graph left sparse by deletes may not reach every node).
@@ -184,26 +217,31 @@ class MemoryIndex:
     def _exact(
         self, slots: npt.NDArray[np.int64], q: npt.NDArray[np.float32], k: int
     ) -> list[tuple[int, float]]:
+        if not len(slots):
+            return []
         labels = self.map.labels(slots)
         # einsum, not ``matrix @ q``: BLAS matvec may fan out to OpenBLAS threads that
-        # spin on a busy machine (measured 1.5 ms vs 0.2 ms CPU for 2,000 × 384). The
-        # scores then go through exact_top_k as a one-column matrix for its ordering.
+        # spin on a busy machine (measured 1.5 ms vs 0.2 ms CPU for 2,000 × 384).
         scores = np.einsum("ij,j->i", self.map.vectors(slots), q)
-        top = exact_top_k(scores.reshape(-1, 1), _ONE, k)
-        return [(int(labels[i]), s) for i, s in top]
+        k = min(k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        # By score, ties by label: the order exact search in SQL gives (rows by label),
+        # whatever order the slots are in.
+        top = top[np.lexsort((labels[top], -scores[top]))]
+        return list(zip(labels[top].tolist(), scores[top].astype(np.float64).tolist(), strict=True))
 
 
-def _graph_vectors(hnsw: HnswIndex) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
-    """Labels and vectors of every element of the loaded graph, read from hnswlib's state
-    in one copy (``get_items`` costs ~20 µs per item: 2 s at 100k)."""
-    # The adapter's native index; its state layout is checked by hnsw_index._check_state.
-    state = hnsw._index.__getstate__()[0]
-    cur, per = int(state["cur_element_count"]), int(state["size_data_per_element"])
-    off, width = int(state["offset_data"]), hnsw.dim * 4
-    data = np.asarray(state["data_level0"])[: cur * per].reshape(cur, per)
-    vectors = np.ascontiguousarray(data[:, off : off + width]).view(np.float32)
-    labels = np.ascontiguousarray(data[:, off + width : off + width + 8]).view(np.uint64)
-    return labels.reshape(-1), vectors.reshape(cur, hnsw.dim)
+def _compact(buf: bytearray, rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Copy ``rows`` (a view into ``buf``: row i at byte ``D + i·per`` with ``per`` ≥ its
+    width) to the start of ``buf`` and return that contiguous view. Every other view of
+    ``buf`` is garbage afterwards. Forward, in chunks: row i goes to ``i·width`` ≤ its
+    source, so a chunk never overwrites a row not yet copied (numpy buffers a chunk that
+    overlaps its own destination)."""
+    n, dim = rows.shape
+    out = np.frombuffer(buf, np.float32, n * dim).reshape(n, dim)
+    for i in range(0, n, 1_024):
+        out[i : i + 1_024] = rows[i : i + 1_024]
+    return out
 
 
 __all__ = ["MAX_CANDIDATES", "MemoryIndex", "exact_scope_limit"]

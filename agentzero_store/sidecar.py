@@ -44,6 +44,7 @@ from .sidecar_manifest import (
 from .sidecar_types import (
     Change,
     EmbedderInfo,
+    LoadsBuffers,
     OpenReport,
     Progress,
     SidecarIndex,
@@ -357,12 +358,24 @@ class Sidecar(Generic[P]):
             seq, files = coverage(m)
             if seq > self.source.source_seq():
                 raise SidecarCorruptError("the checkpoint is ahead of its source")
+            index = self.index
+            # An adapter that reads its checkpoint in place gets the plaintext decrypted
+            # straight into buffers it may keep (no copies: see LoadsBuffers).
+            buffers: dict[str, bytearray] = {}
             plain: dict[str, bytes] = {}
             for name, f in files.items():
-                plain[name] = self._files.read_data_file(name, f, self._aad(seq, name))
+                aad = self._aad(seq, name)
+                if isinstance(index, LoadsBuffers):
+                    buffers[name] = self._files.read_data_buffer(name, f, aad)
+                else:
+                    plain[name] = self._files.read_data_file(name, f, aad)
             self._files.remove_unreferenced(self.index.kind, {f["file"] for f in files.values()})
         # Only bytes that passed the MAC, the checksum and the AES-GCM tag get here.
-        self.index.load(plain)
+        if isinstance(index, LoadsBuffers):
+            index.load_buffers(buffers)
+        else:
+            index.load(plain)
+        del buffers, plain  # the adapter holds what it keeps of the plaintext
         if self.index.count() != m.get("entries"):
             raise SidecarCorruptError("the loaded index has a different entry count")
         self.applied_seq = self.covered_seq = seq

@@ -105,21 +105,54 @@ class CheckpointFiles:
 
     def read_data_file(self, name: str, f: Any, aad: bytes) -> bytes:
         """The plaintext of the manifest's entry ``name`` after its checksum and tag."""
+        blob = self._read_checked(name, f)
+        try:
+            return self._sealer.open(blob, aad)
+        except InvalidTag as exc:
+            raise SidecarCorruptError(f"data file {f['file']} failed authentication") from exc
+
+    def read_data_buffer(self, name: str, f: Any, aad: bytes) -> bytearray:
+        """``read_data_file`` into a ``bytearray``, for adapters that read their
+        checkpoint in place (``sidecar_types.LoadsBuffers``).
+
+        Streamed: the file is read once in chunks that are hashed and decrypted while
+        still in cache, into one preallocated buffer (the sealed bytes are never held
+        whole). Nothing is returned unless both the sha256 and the AES-GCM tag passed.
+        """
+        path = self.directory / self._file_name(name, f)
+        hasher = hashlib.sha256()
+        try:
+            with path.open("rb") as fh:
+                plain = self._sealer.open_file(fh, os.fstat(fh.fileno()).st_size, aad, hasher)
+        except OSError as exc:
+            raise SidecarCorruptError(f"data file {path.name} missing or unreadable") from exc
+        except InvalidTag as exc:
+            if hasher.hexdigest() != f.get("sha256"):
+                raise SidecarCorruptError(f"data file {path.name} fails its checksum") from exc
+            raise SidecarCorruptError(f"data file {path.name} failed authentication") from exc
+        if hasher.hexdigest() != f.get("sha256"):
+            raise SidecarCorruptError(f"data file {path.name} fails its checksum")
+        return plain
+
+    def _file_name(self, name: str, f: Any) -> str:
+        """The data file the manifest's entry ``name`` names, if it is a plain name."""
         if not isinstance(f, dict) or not isinstance(f.get("file"), str):
             raise SidecarCorruptError(f"{MANIFEST} entry {name!r} is malformed")
-        fname = f["file"]
+        fname: str = f["file"]
         if "/" in fname or fname.startswith(".") or fname == MANIFEST:
             raise SidecarCorruptError(f"{MANIFEST} names a bad file {fname!r}")
+        return fname
+
+    def _read_checked(self, name: str, f: Any) -> bytes:
+        """The sealed bytes of entry ``name``, after the manifest's sha256 of them."""
+        fname = self._file_name(name, f)
         try:
             blob = (self.directory / fname).read_bytes()
         except OSError as exc:
             raise SidecarCorruptError(f"data file {fname} missing or unreadable") from exc
         if hashlib.sha256(blob).hexdigest() != f.get("sha256"):
             raise SidecarCorruptError(f"data file {fname} fails its checksum")
-        try:
-            return self._sealer.open(blob, aad)
-        except InvalidTag as exc:
-            raise SidecarCorruptError(f"data file {fname} failed authentication") from exc
+        return blob
 
     def size_bytes(self) -> int:
         """Bytes on disk under the sidecar dir (0 if it does not exist yet)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 P = TypeVar("P")
 P_contra = TypeVar("P_contra", contravariant=True)
@@ -95,6 +95,20 @@ class SidecarIndex(Protocol[P_contra]):
 
     def load(self, files: Mapping[str, bytes]) -> None:
         """Replace the index with one read from ``dump``'s output (already authenticated)."""
+        ...
+
+
+@runtime_checkable
+class LoadsBuffers(Protocol):
+    """An adapter that can load its checkpoint from mutable buffers it may keep.
+
+    The mechanism then decrypts each data file straight into a ``bytearray`` (no
+    intermediate copies) and hands it over: the adapter may keep views into it instead
+    of copying (the memory index reads its vectors in place). Used instead of ``load``.
+    """
+
+    def load_buffers(self, files: dict[str, bytearray]) -> None:
+        """Like ``SidecarIndex.load``; the buffers are the adapter's from now on."""
         ...
 
 
