@@ -4,11 +4,13 @@ however it is spelled, is one exact token, and ranking equals BM25 over ``conten
 from __future__ import annotations
 
 import dataclasses
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
 from agentzero_store.fts_scope import match_expression, scope_tokens, token
+from agentzero_store.recall import fts5_query
 from agentzero_store.records import Scope
 
 from .conftest import FAST, PASSPHRASE
@@ -93,3 +95,33 @@ def test_deleted_rows_leave_the_scope_index(tmp_path: Path) -> None:
         b = s.append(MemoryEntry(content="ibis again", org_id="o"))
         assert s.delete(a)
         assert [h.entry.id for h in s.keyword_recall("ibis", 5, org_id="o")] == [b]
+
+
+def test_ranking_equals_bm25_of_the_content_alone(tmp_path: Path) -> None:
+    """The scope phrase in the MATCH changes which rows are scored, never their order: the
+    answer equals the content-only FTS5 query joined to ``memory`` on the scope."""
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(60)]
+    with SqliteMemoryStore.open(tmp_path / "d", passphrase=PASSPHRASE, config=FAST) as s:
+        s.append_many(
+            [
+                MemoryEntry(
+                    content=" ".join(rng.choices(words, k=rng.randint(3, 15))),
+                    org_id=f"o{i % 3}",
+                    agent_id=f"a{i % 2}",
+                )
+                for i in range(600)
+            ],
+            vectors=None,
+        )
+        ref = (
+            "SELECT m.id FROM memory_fts JOIN memory m ON m.label = memory_fts.rowid "
+            "WHERE memory_fts MATCH ? AND m.org_id = ? AND m.agent_id = ? "
+            "ORDER BY bm25(memory_fts, 1.0, 0.0), m.label LIMIT 20"
+        )
+        for _ in range(40):
+            q = " ".join(rng.sample(words, 3))
+            got = [h.entry.id for h in s.keyword_recall(q, 20, org_id="o1", agent_id="a0")]
+            want = [r[0] for r in s._db.query(ref, (f"content : ({fts5_query(q)})", "o1", "a0"))]
+            assert got == want, q
+            assert got  # the words are common: every query has hits
