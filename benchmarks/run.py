@@ -1,7 +1,7 @@
 """The benchmark harness: every figure beside its raw-library anchor, in one run.
 
     .venv/bin/python benchmarks/run.py              # full sizes (100k), 1-1.5 h on 2 busy cores
-    .venv/bin/python benchmarks/run.py --quick      # small sizes, < 2 min (what CI runs)
+    .venv/bin/python benchmarks/run.py --quick      # small sizes, ~2–3 min (what CI runs)
     .venv/bin/python benchmarks/run.py --only memory,bm25 --json out.json
     .venv/bin/python benchmarks/run.py --setup-peers   # Chroma, LanceDB in benchmarks/.peers-venv
 
@@ -41,7 +41,7 @@ NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the f
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes, under two minutes")
+    ap.add_argument("--quick", action="store_true", help="small sizes, ~2-3 minutes (the CI smoke run)")
     ap.add_argument("--only", default=None,
                     help=f"comma-separated groups: {', '.join(GROUPS)}")
     ap.add_argument("--json", type=Path, default=REPO / "bench-out" / "results.json",
