@@ -57,14 +57,8 @@ def as_vector(vector: Any, dim: int) -> Vector:
     v = np.asarray(vector, dtype=np.float32)
     if v.ndim != 1 or v.shape[0] != dim:
         raise DimensionMismatchError(f"expected a vector of dimension {dim}, got shape {v.shape}")
-    if not np.all(np.isfinite(v)):
-        raise DimensionMismatchError(
-            "the vector contains NaN or infinity", hint="check the embedder"
-        )
-    n = float(np.linalg.norm(v))
-    if n == 0.0:
-        raise DimensionMismatchError("the vector is all zeros", hint="check the embedder")
-    return (v / n).astype(np.float32, copy=False)
+    one: Vector = as_vectors(v.reshape(1, dim), dim)[0]  # the same checks as a batch
+    return one
 
 
 def as_vectors(matrix: Any, dim: int) -> Vector:
