@@ -7,6 +7,8 @@ A *sidecar* is a directory holding an index derived from it::
     <dir>/manifest.json          format, kind, store id, covered_seq, entries, embedder,
                                  params, sha256 of each data file, HMAC over all of it
     <dir>/<kind>-<gen>-<name>    data files, each sealed with AES-256-GCM (sidecar subkey)
+    <dir>/<kind>-<gen>.tree/     or, for an adapter that keeps its own files (blinded
+                                 Tantivy), a directory of them, each with its sha256
 
 ``Sidecar`` opens it (verifying the manifest's HMAC and every checksum and tag BEFORE the
 index library sees a byte), replays the source's changes after ``covered_seq``,
@@ -36,6 +38,7 @@ from .sidecar_manifest import (
     LOCK,
     MANIFEST,
     SIDECAR_FORMAT,
+    TREE_SUFFIX,
     CheckpointFiles,
     canonical,
     coverage,
@@ -44,6 +47,7 @@ from .sidecar_manifest import (
 from .sidecar_types import (
     Change,
     EmbedderInfo,
+    KeepsFiles,
     LoadsBuffers,
     OpenReport,
     Progress,
@@ -98,6 +102,7 @@ class Sidecar(Generic[P]):
         self.covered_seq = 0  # the checkpoint on disk covers changes up to here
         self._pending = 0  # changes applied since the last checkpoint
         self._last_checkpoint: str | None = None
+        self.opened: OpenReport | None = None  # what the last ``open`` did
 
     def __repr__(self) -> str:
         return f"Sidecar(kind={self.index.kind!r}, dir={str(self.directory)!r})"
@@ -131,7 +136,7 @@ class Sidecar(Generic[P]):
                 self._checkpoint_quietly()
             elif self._checkpoint_due():
                 self._checkpoint_quietly()
-            return OpenReport(
+            self.opened = OpenReport(
                 loaded=reason is None,
                 rebuilt=reason is not None,
                 reason=reason,
@@ -139,6 +144,7 @@ class Sidecar(Generic[P]):
                 covered_seq=self.covered_seq,
                 seconds=time.perf_counter() - t0,
             )
+            return self.opened
 
     def rebuild(self, progress: Progress | None = None, *, reason: str = "requested") -> None:
         """Rebuild the index from the source, then checkpoint it (I/O errors raise)."""
@@ -249,18 +255,14 @@ class Sidecar(Generic[P]):
                 return
             seq, kind = self.applied_seq, self.index.kind
             gen = f"{seq:012d}-{secrets.token_hex(4)}"
-            files: dict[str, dict[str, Any]] = {}
-            for name, plain in self.index.dump().items():
-                fname = f"{kind}-{gen}-{name}.sealed"
-                blob = self._files.seal(plain, self._aad(seq, name))
-                # atomic_write: temp file, fsync, rename, fsync(dir) — the file is durable
-                # under its final name before the manifest that names it exists.
-                atomic_write(self.directory / fname, blob, io=self._io)
-                files[name] = {
-                    "file": fname,
-                    "sha256": hashlib.sha256(blob).hexdigest(),
-                    "bytes": len(blob),
-                }
+            tree: str | None = None
+            if isinstance(self.index, KeepsFiles):
+                tree = f"{kind}-{gen}{TREE_SUFFIX}"
+                files = self._files.write_tree(tree, self.index.save)
+                keep = {tree}
+            else:
+                files = self._write_sealed(seq, gen)
+                keep = {f["file"] for f in files.values()}
             now = datetime.now(UTC).isoformat()
             body: dict[str, Any] = {
                 "format": SIDECAR_FORMAT,
@@ -273,11 +275,35 @@ class Sidecar(Generic[P]):
                 "params": dict(self.index.params()),
                 "files": files,
             }
+            if tree is not None:
+                body["tree"] = tree
             body["mac"] = self._files.mac(body)
             # The commit point: after this rename the new checkpoint is the one on disk.
             atomic_write(self.directory / MANIFEST, canonical(body) + b"\n", io=self._io)
             self.covered_seq, self._pending, self._last_checkpoint = seq, 0, now
-            self._files.remove_unreferenced(self.index.kind, {f["file"] for f in files.values()})
+            self._files.remove_unreferenced(kind, keep)
+
+    def _write_sealed(self, seq: int, gen: str) -> dict[str, dict[str, Any]]:
+        """Seal and durably write each of the index's dumped files; their manifest table."""
+        files: dict[str, dict[str, Any]] = {}
+        for name, plain in self.index.dump().items():
+            fname = f"{self.index.kind}-{gen}-{name}.sealed"
+            blob = self._files.seal(plain, self._aad(seq, name))
+            # atomic_write: temp file, fsync, rename, fsync(dir) — the file is durable
+            # under its final name before the manifest that names it exists.
+            atomic_write(self.directory / fname, blob, io=self._io)
+            files[name] = {
+                "file": fname,
+                "sha256": hashlib.sha256(blob).hexdigest(),
+                "bytes": len(blob),
+            }
+        return files
+
+    def close(self) -> None:
+        """Release the index's working files, if it keeps any (checkpoints stay)."""
+        with self.lock:
+            if isinstance(self.index, KeepsFiles):
+                self.index.close()
 
     def _checkpoint_quietly(self) -> None:
         # A failed checkpoint loses nothing (the source has every change and the index
@@ -336,7 +362,9 @@ class Sidecar(Generic[P]):
                 raise SidecarCorruptError(
                     f"the checkpoint covers seq {seq}, beyond its source's {source_seq}"
                 )
-            for name, f in files.items():
+            if "tree" in m:
+                self._files.verify_tree(m["tree"], files)
+            for name, f in files.items() if "tree" not in m else ():
                 self._files.read_data_file(name, f, self._aad(seq, name))
             return m, None
 
@@ -359,21 +387,22 @@ class Sidecar(Generic[P]):
             if seq > self.source.source_seq():
                 raise SidecarCorruptError("the checkpoint is ahead of its source")
             index = self.index
-            # An adapter that reads its checkpoint in place gets the plaintext decrypted
-            # straight into buffers it may keep (no copies: see LoadsBuffers).
             buffers: dict[str, bytearray] = {}
             plain: dict[str, bytes] = {}
-            for name, f in files.items():
-                aad = self._aad(seq, name)
-                if isinstance(index, LoadsBuffers):
-                    buffers[name] = self._files.read_data_buffer(name, f, aad)
-                else:
-                    plain[name] = self._files.read_data_file(name, f, aad)
-            self._files.remove_unreferenced(self.index.kind, {f["file"] for f in files.values()})
+            if isinstance(index, KeepsFiles) != ("tree" in m):
+                raise SidecarCorruptError("the checkpoint has another layout")
+            if isinstance(index, KeepsFiles):
+                # Inside the lock: no other process removes the tree while it is linked.
+                tree = self._files.verify_tree(m["tree"], files)
+                self._files.remove_unreferenced(index.kind, {tree.name})
+                index.open_saved(tree)
+            else:
+                buffers, plain = self._read_sealed(seq, files)
+                self._files.remove_unreferenced(index.kind, {f["file"] for f in files.values()})
         # Only bytes that passed the MAC, the checksum and the AES-GCM tag get here.
         if isinstance(index, LoadsBuffers):
             index.load_buffers(buffers)
-        else:
+        elif not isinstance(index, KeepsFiles):
             index.load(plain)
         del buffers, plain  # the adapter holds what it keeps of the plaintext
         if self.index.count() != m.get("entries"):
@@ -381,6 +410,24 @@ class Sidecar(Generic[P]):
         self.applied_seq = self.covered_seq = seq
         self._pending = 0
         self._last_checkpoint = m.get("created_at")
+
+    def _read_sealed(
+        self, seq: int, files: Mapping[str, Any]
+    ) -> tuple[dict[str, bytearray], dict[str, bytes]]:
+        """Each data file's plaintext, after its checksum and AES-GCM tag.
+
+        An adapter that reads its checkpoint in place gets the plaintext decrypted
+        straight into buffers it may keep (no copies: see LoadsBuffers); others get bytes.
+        """
+        buffers: dict[str, bytearray] = {}
+        plain: dict[str, bytes] = {}
+        for name, f in files.items():
+            aad = self._aad(seq, name)
+            if isinstance(self.index, LoadsBuffers):
+                buffers[name] = self._files.read_data_buffer(name, f, aad)
+            else:
+                plain[name] = self._files.read_data_file(name, f, aad)
+        return buffers, plain
 
     def _mismatch(self, m: Mapping[str, Any]) -> str | None:
         """The first manifest field that does not fit this sidecar, or None."""

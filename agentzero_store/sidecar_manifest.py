@@ -2,7 +2,10 @@
 
 ``manifest.json`` names each data file with its sha256 and carries an HMAC over all of it
 (keyed from the sidecar subkey); every data file is sealed with AES-256-GCM, bound to the
-store, the index kind, the checkpoint's seq and the file's role. Sidecar files are
+store, the index kind, the checkpoint's seq and the file's role. An adapter whose library
+reads its own files (``sidecar_types.KeepsFiles``: blinded Tantivy) checkpoints a
+directory instead, ``<kind>-<gen>.tree/``, whose files are not sealed (they hold no
+plaintext) but each named with its sha256 in the same authenticated manifest. Sidecar files are
 untrusted input: everything here is checked BEFORE an index library sees a byte, because
 hnswlib and tantivy can crash or misread on bad files. ``sidecar.Sidecar`` decides when to
 load, write and rebuild; this module only reads, verifies and seals the files.
@@ -15,7 +18,8 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Iterator, Mapping
+import shutil
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,9 @@ except ImportError:  # pragma: no cover - Windows
 SIDECAR_FORMAT = "agentzero-sidecar/1"
 MANIFEST = "manifest.json"
 LOCK = ".lock"
+TREE_SUFFIX = ".tree"
+_READ = 1 << 20
+_Ident = tuple[int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns of a tree file
 
 
 def canonical(obj: Any) -> bytes:
@@ -64,6 +71,9 @@ class CheckpointFiles:
         self._sealer = Sealer(key)
         # A separate key for the manifest MAC: never use one key for two algorithms.
         self._mac_key = hmac.new(key, b"agentzero/sidecar-manifest-mac/v1", "sha256").digest()
+        # sha256 and size of tree files already hashed (and fsynced), by inode and mtime:
+        # a checkpoint directory shares most files with the one before (hard links).
+        self._digests: dict[_Ident, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
         return f"CheckpointFiles(dir={str(self.directory)!r}, <keys hidden>)"
@@ -154,22 +164,103 @@ class CheckpointFiles:
             raise SidecarCorruptError(f"data file {fname} fails its checksum")
         return blob
 
+    # ------------------------------------------------------------------ trees
+    def write_tree(self, name: str, fill: Callable[[Path], None]) -> dict[str, dict[str, Any]]:
+        """Create the checkpoint directory ``name``, let ``fill`` write its files, make
+        it durable and return the manifest's ``files`` table for it."""
+        path = self.directory / name
+        with translate_os_errors("creating", path):
+            path.mkdir(mode=0o700)
+        fill(path)
+        files: dict[str, dict[str, Any]] = {}
+        digests: dict[_Ident, dict[str, Any]] = {}
+        with translate_os_errors("writing", path):
+            for p in sorted(path.iterdir()):
+                ident, digest = self._digest(p, durable=True)
+                files[p.name] = {"file": p.name, **digest}
+                digests[ident] = digest
+            self._io.fsync_dir(path)
+            self._io.fsync_dir(self.directory)
+        self._digests = digests  # only the files of the newest checkpoint stay cached
+        return files
+
+    def verify_tree(self, name: Any, files: Mapping[str, Any]) -> Path:
+        """The checkpoint directory ``name``, after checking that it holds exactly the
+        manifest's files and each one's sha256; else ``SidecarCorruptError``."""
+        if (
+            not isinstance(name, str)
+            or "/" in name
+            or name.startswith(".")
+            or not name.endswith(TREE_SUFFIX)
+        ):
+            raise SidecarCorruptError(f"{MANIFEST} names a bad checkpoint directory {name!r}")
+        path = self.directory / name
+        try:
+            present = {p.name for p in path.iterdir()}
+        except OSError as exc:
+            raise SidecarCorruptError(f"checkpoint directory {name} missing or unreadable") from exc
+        if present != set(files):
+            raise SidecarCorruptError(
+                f"checkpoint directory {name} does not hold exactly the files {MANIFEST} names"
+            )
+        for fname, f in files.items():
+            # Tantivy's own names include ".managed.json": a tree file is any plain name.
+            if not isinstance(f, dict) or f.get("file") != fname or fname in (".", ".."):
+                raise SidecarCorruptError(f"{MANIFEST} entry {fname!r} is malformed")
+            try:
+                ident, digest = self._digest(path / fname, durable=False)
+            except OSError as exc:
+                raise SidecarCorruptError(f"data file {name}/{fname} is unreadable") from exc
+            if digest["sha256"] != f.get("sha256") or digest["bytes"] != f.get("bytes"):
+                self._digests.pop(ident, None)
+                raise SidecarCorruptError(f"data file {name}/{fname} fails its checksum")
+        return path
+
+    def _digest(self, p: Path, *, durable: bool) -> tuple[_Ident, dict[str, Any]]:
+        """sha256 and size of ``p`` (cached per inode and mtime; fsynced if ``durable``)."""
+        st = p.stat()
+        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        known = self._digests.get(ident)
+        if known is not None:
+            return ident, known
+        hasher = hashlib.sha256()
+        fd = self._io.open(p, os.O_RDONLY)
+        try:
+            while block := os.read(fd, _READ):
+                hasher.update(block)
+            if durable:
+                self._io.fsync(fd)
+        finally:
+            self._io.close(fd)
+        known = self._digests[ident] = {"sha256": hasher.hexdigest(), "bytes": st.st_size}
+        return ident, known
+
     def size_bytes(self) -> int:
-        """Bytes on disk under the sidecar dir (0 if it does not exist yet)."""
+        """Bytes on disk under the sidecar dir (0 if it does not exist yet); a file with
+        several hard links (a working index and its checkpoint) counts once."""
+        seen: set[tuple[int, int]] = set()
         size = 0
-        if self.directory.is_dir():
-            for p in self.directory.iterdir():
+        for top, _, names in os.walk(self.directory):
+            for n in names:
                 with contextlib.suppress(OSError):
-                    size += p.stat().st_size
+                    st = os.stat(os.path.join(top, n))
+                    if (st.st_dev, st.st_ino) not in seen:
+                        seen.add((st.st_dev, st.st_ino))
+                        size += st.st_size
         return size
 
     def remove_unreferenced(self, kind: str, keep: set[str]) -> None:
-        """Delete this kind's sealed data files that the manifest no longer names."""
+        """Delete this kind's sealed data files and checkpoint directories that the
+        manifest no longer names."""
         prefix = f"{kind}-"
         for p in self.directory.iterdir():
-            if p.name.startswith(prefix) and p.name.endswith(".sealed") and p.name not in keep:
+            if not p.name.startswith(prefix) or p.name in keep:
+                continue
+            if p.name.endswith(".sealed"):
                 with contextlib.suppress(OSError):
                     self._io.unlink(p)
+            elif p.name.endswith(TREE_SUFFIX):
+                shutil.rmtree(p, ignore_errors=True)
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -191,6 +282,7 @@ __all__ = [
     "LOCK",
     "MANIFEST",
     "SIDECAR_FORMAT",
+    "TREE_SUFFIX",
     "CheckpointFiles",
     "canonical",
     "coverage",

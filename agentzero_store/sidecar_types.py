@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 P = TypeVar("P")
@@ -62,7 +63,7 @@ class SidecarIndex(Protocol[P_contra]):
     """The adapter between the mechanism and one index library (hnswlib, tantivy, ...).
 
     Everything is in memory: the mechanism owns every file, so an adapter never touches
-    disk. ``insert`` must upsert and ``delete`` must ignore unknown or deleted keys
+    disk (except a ``KeepsFiles`` adapter, whose library keeps files of no plaintext). ``insert`` must upsert and ``delete`` must ignore unknown or deleted keys
     (replay is idempotent). Any exception (native ones included) from ``load`` makes the
     mechanism rebuild; from ``insert``/``delete`` during replay it also rebuilds.
     """
@@ -109,6 +110,32 @@ class LoadsBuffers(Protocol):
 
     def load_buffers(self, files: dict[str, bytearray]) -> None:
         """Like ``SidecarIndex.load``; the buffers are the adapter's from now on."""
+        ...
+
+
+@runtime_checkable
+class KeepsFiles(Protocol):
+    """An adapter whose index library reads its own files in place (Tantivy on disk).
+
+    Its checkpoint is a directory of files, not sealed byte strings: ``save`` fills a
+    new empty directory with a complete, durable copy of the index (hard links are
+    fine), the mechanism records every file's sha256 in the authenticated manifest, and
+    hands ``open_saved`` a directory only after every file passed. ``open_saved`` must
+    never write into it. The files are NOT encrypted: such an adapter may only write
+    files that hold no plaintext (blinded terms, keys). Used instead of
+    ``dump``/``load``; ``close`` drops whatever working files the adapter keeps.
+    """
+
+    def save(self, directory: Path) -> None:
+        """Fill the empty ``directory`` with the index as it is now."""
+        ...
+
+    def open_saved(self, directory: Path) -> None:
+        """Replace the index with the verified checkpoint in ``directory``."""
+        ...
+
+    def close(self) -> None:
+        """Release the index and its working files."""
         ...
 
 
