@@ -1,62 +1,151 @@
-"""BM25 adapter for the sidecar mechanism: a Tantivy index held in RAM.
+"""BM25 adapters for the sidecar mechanism: Tantivy over ``(key, text)`` items.
 
-Tantivy's on-disk segments hold the term dictionary (every word a user wrote) and any
-stored field in plaintext. So the Tantivy index never touches disk: it lives in a RAM
-directory, and its checkpoint is the sealed list of ``(key, text)`` it was built from,
-which the sidecar mechanism encrypts and verifies like any other checkpoint. Loading a
-checkpoint re-indexes in Rust (~50k short docs/s here), which is cheaper than a rebuild
-from the source (no log replay, no chunking) and leaks no term statistics at all (unlike
-blinded terms on disk). The schema stores ids only; text comes back from the source.
+Two ways to keep the index, chosen by ``StoreConfig.bm25_terms``; both analyse text with
+Tantivy's ``en_stem`` (``bm25_terms``) and score the same way (BM25, query terms ORed):
 
-The checkpoint blob is kept up to date as items arrive (an append-only record list:
-``key, length, text``, or ``key, DELETED`` for a delete), so a checkpoint copies one
-buffer instead of re-encoding every text of the index in Python. Records that no longer
-describe a live key (replaced, deleted, and their tombstones) are dropped by compacting
-the blob once they outnumber the live keys, which keeps its size within ~2x the live
-texts at an amortised constant cost per change.
+- ``"blinded"`` (the default, ``bm25_blinded.BlindedBm25Index``): Tantivy on disk, every
+  term a keyed hash. Opens without re-indexing; leaks term statistics, never a word.
+- ``"sealed"`` (``SealedBm25Index``, here): Tantivy in RAM over the plain words. Its
+  checkpoint is the sealed list of ``(key, text)`` it was built from, re-indexed in Rust
+  on open (~50k short docs/s here). Leaks nothing at all on disk, at the cost of that
+  re-index on every open and the texts held in RAM.
+
+There is no mode that writes plain words to disk: that would break the promise that no
+document text is ever written under the data dir.
+
+The sealed checkpoint blob is kept up to date as items arrive (an append-only record
+list: ``key, length, text``, or ``key, DELETED`` for a delete), so a checkpoint copies
+one buffer instead of re-encoding every text of the index in Python. Records that no
+longer describe a live key (replaced, deleted, and their tombstones) are dropped by
+compacting the blob once they outnumber the live keys, which keeps its size within ~2x
+the live texts at an amortised constant cost per change.
 """
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import tantivy
 
+from .bm25_terms import ANALYZER, PlainTerms
 from .errors import SidecarCorruptError
 
 SCHEMA_VERSION = 1
-TOKENIZER = "en_stem"  # lowercase + Snowball English stemmer (BM25 nDCG@10 0.664 on SciFact)
-_WORD = re.compile(r"\w+", re.UNICODE)
 _REC = struct.Struct("<QI")  # key, utf-8 length of the text that follows (or DELETED)
 DELETED = 0xFFFF_FFFF  # a tombstone: the key's latest text is gone
+HEAP_BYTES = 50_000_000  # Tantivy writer arena
 
 
-def _schema() -> Any:
+def schema(tokenizer: str, index_option: str) -> Any:
+    """Ids and one analysed body: no text is ever stored, only the key comes back."""
     sb = tantivy.SchemaBuilder()
     sb.add_unsigned_field("key", stored=True, indexed=True, fast=True)
-    sb.add_text_field("body", stored=False, tokenizer_name=TOKENIZER)
+    sb.add_text_field("body", stored=False, tokenizer_name=tokenizer, index_option=index_option)
     return sb.build()
 
 
-class Bm25Index:
-    """A ``SidecarIndex[str]``: BM25 over the text of each key (e.g. a document chunk)."""
+class TantivyBm25:
+    """What both adapters share: live keys, upserts and deletes, lazy commits, search.
+
+    A subclass opens ``self._index`` / ``self._writer`` and says how a text becomes the
+    indexed body (``_body``) and a query its terms (``_query_terms``).
+    """
 
     kind = "bm25"
 
-    def __init__(self, *, heap_bytes: int = 50_000_000) -> None:
+    def __init__(self, tantivy_schema: Any, *, heap_bytes: int = HEAP_BYTES) -> None:
         self._heap = heap_bytes
-        self._schema = _schema()
+        self._schema = tantivy_schema
         self._keys: set[int] = set()
+        self._dirty = False
+        self._index: Any = None
+        self._writer: Any = None
+
+    def _body(self, text: str) -> str:
+        raise NotImplementedError
+
+    def _query_terms(self, text: str) -> list[str]:
+        raise NotImplementedError
+
+    def _key_term(self, key: int) -> Any:
+        return tantivy.Query.term_query(self._schema, "key", key)
+
+    def _index_items(self, items: Sequence[tuple[int, str]]) -> None:
+        keys, writer, body = self._keys, self._writer, self._body
+        for key, text in items:
+            if key in keys:
+                writer.delete_documents_by_query(self._key_term(key))
+                self._replaced()
+            doc = tantivy.Document()
+            doc.add_unsigned("key", key)
+            doc.add_text("body", body(text))
+            writer.add_document(doc)
+            keys.add(key)
+        self._dirty = self._dirty or bool(items)
+
+    def _replaced(self) -> None:
+        """Hook: a key's previous text was just replaced."""
+
+    def _delete_keys(self, keys: Sequence[int]) -> list[int]:
+        """Remove the live ones of ``keys`` from the index; returns them."""
+        gone = []
+        for key in keys:
+            if key in self._keys:
+                self._keys.remove(key)
+                self._writer.delete_documents_by_query(self._key_term(key))
+                gone.append(key)
+        self._dirty = self._dirty or bool(gone)
+        return gone
+
+    def count(self) -> int:
+        """Number of live keys."""
+        return len(self._keys)
+
+    def _commit(self) -> None:
+        # Commit lazily, before a search or a checkpoint: replaying thousands of changes
+        # one commit each would dominate ingest.
+        if self._dirty:
+            self._writer.commit()
+            self._index.reload()
+            self._dirty = False
+
+    def search(self, query_text: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` best keys for ``query_text`` by BM25 (its terms ORed), best first."""
+        terms = self._query_terms(query_text)
+        if not terms or k <= 0 or not self._keys:
+            return []
+        self._commit()
+        # Built from analysed terms, never parsed: no user text is query syntax.
+        should = tantivy.Occur.Should
+        query = tantivy.Query.boolean_query(
+            [(should, tantivy.Query.term_query(self._schema, "body", t, "freq")) for t in terms]
+        )
+        searcher = self._index.searcher()
+        hits = searcher.search(query, k, count=False).hits
+        return [(int(searcher.doc(addr)["key"][0]), float(score)) for score, addr in hits]
+
+
+class SealedBm25Index(TantivyBm25):
+    """A ``SidecarIndex[str]`` held in RAM; its checkpoint is its sealed texts."""
+
+    def __init__(self, *, heap_bytes: int = HEAP_BYTES) -> None:
+        super().__init__(schema(ANALYZER, "position"), heap_bytes=heap_bytes)
+        self._terms = PlainTerms()
         self._blob = bytearray()  # what dump() returns: see the module docstring
         self._dead = 0  # records in the blob that no longer describe a live key
         self.reset()
 
     def params(self) -> Mapping[str, Any]:
         """Schema and analyzer: a checkpoint built with others is rebuilt."""
-        return {"schema": SCHEMA_VERSION, "tokenizer": TOKENIZER}
+        return {"schema": SCHEMA_VERSION, "tokenizer": ANALYZER}
+
+    def _body(self, text: str) -> str:
+        return text  # Tantivy runs en_stem itself
+
+    def _query_terms(self, text: str) -> list[str]:
+        return self._terms.terms(text)
 
     def reset(self) -> None:
         """An empty RAM index."""
@@ -67,9 +156,6 @@ class Bm25Index:
         self._dead = 0
         self._dirty = False
 
-    def _key_term(self, key: int) -> Any:
-        return tantivy.Query.term_query(self._schema, "key", key)
-
     def insert(self, items: Sequence[tuple[int, str]]) -> None:
         """Add or replace the text of each key."""
         blob = self._blob
@@ -79,52 +165,14 @@ class Bm25Index:
             blob += raw
         self._index_items(items)
 
-    def _index_items(self, items: Sequence[tuple[int, str]]) -> None:
-        keys, writer = self._keys, self._writer
-        for key, text in items:
-            if key in keys:
-                writer.delete_documents_by_query(self._key_term(key))
-                self._dead += 1  # the record of its previous text
-            doc = tantivy.Document()
-            doc.add_unsigned("key", key)
-            doc.add_text("body", text)
-            writer.add_document(doc)
-            keys.add(key)
-        self._dirty = self._dirty or bool(items)
+    def _replaced(self) -> None:
+        self._dead += 1  # the record of its previous text
 
     def delete(self, keys: Sequence[int]) -> None:
         """Remove keys (unknown keys are ignored)."""
-        for key in keys:
-            if key in self._keys:
-                self._keys.remove(key)
-                self._writer.delete_documents_by_query(self._key_term(key))
-                self._blob += _REC.pack(key, DELETED)
-                self._dead += 2  # its last text and this tombstone
-                self._dirty = True
-
-    def count(self) -> int:
-        """Number of live keys."""
-        return len(self._keys)
-
-    def _commit(self) -> None:
-        # Commit lazily, before a search: a RAM-directory commit is cheap but not free,
-        # and replaying thousands of changes one commit each would dominate ingest.
-        if self._dirty:
-            self._writer.commit()
-            self._index.reload()
-            self._dirty = False
-
-    def search(self, query_text: str, k: int) -> list[tuple[int, float]]:
-        """The ``k`` best keys for ``query_text`` by BM25 (words ORed), best first."""
-        words = [w.lower() for w in _WORD.findall(query_text)]
-        if not words or k <= 0 or not self._keys:
-            return []
-        self._commit()
-        # Only \\w characters reach the parser, lowercased: no user text is query syntax.
-        query = self._index.parse_query(" ".join(words), ["body"])
-        searcher = self._index.searcher()
-        hits = searcher.search(query, k).hits
-        return [(int(searcher.doc(addr)["key"][0]), float(score)) for score, addr in hits]
+        for key in self._delete_keys(keys):
+            self._blob += _REC.pack(key, DELETED)
+            self._dead += 2  # its last text and this tombstone
 
     def dump(self) -> dict[str, bytes]:
         """The indexed texts, as one explicit length-prefixed byte string."""
@@ -142,6 +190,10 @@ class Bm25Index:
 
     def load(self, files: Mapping[str, bytes]) -> None:
         """Re-index the texts of an authenticated checkpoint."""
+        self.load_buffers({name: bytearray(b) for name, b in files.items()})
+
+    def load_buffers(self, files: dict[str, bytearray]) -> None:
+        """``load``, keeping the decrypted blob as the index's own (``LoadsBuffers``)."""
         blob = files.get("texts")
         if blob is None:
             raise SidecarCorruptError("bm25 checkpoint lacks its texts")
@@ -152,7 +204,7 @@ class Bm25Index:
         except UnicodeDecodeError as exc:
             raise SidecarCorruptError("bm25 checkpoint is malformed") from exc
         self._index_items(items)
-        self._blob = bytearray(blob)
+        self._blob = blob
         self._dead = records - len(live)
 
 

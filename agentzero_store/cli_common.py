@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -64,9 +65,15 @@ def make_embedder(name: str | None) -> Embedder | None:
     return embedder_from_env(name)
 
 
+def store_config() -> StoreConfig:
+    """Defaults, but for the BM25 mode in env ``AGENTZERO_BM25_TERMS`` (blinded|sealed)."""
+    terms = os.environ.get("AGENTZERO_BM25_TERMS")
+    return StoreConfig(bm25_terms=terms) if terms else StoreConfig()
+
+
 def store_kwargs() -> dict[str, Any]:
     """Credential arguments for ``*.open``: key file if given; env and TTY prompt otherwise."""
-    return {"key_file": STATE.key_file, "config": StoreConfig()}
+    return {"key_file": STATE.key_file, "config": store_config()}
 
 
 def to_jsonable(value: Any) -> Any:

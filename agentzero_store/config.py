@@ -37,6 +37,10 @@ class StoreConfig:
     rrf_k: int = 60  # Reciprocal Rank Fusion constant
     hybrid_candidates_factor: int = 4  # each signal contributes limit * this candidates
     embed_batch_size: int = 64  # texts per embedder call
+    # Document BM25 index: "blinded" (Tantivy on disk, every term a keyed hash: leaks
+    # term statistics, never a word) or "sealed" (plain words in RAM, sealed checkpoint
+    # re-indexed on every open: leaks nothing). See agentzero_store.bm25_index.
+    bm25_terms: str = "blinded"
 
 
 @dataclass(frozen=True)

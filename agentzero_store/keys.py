@@ -126,6 +126,11 @@ class StoreKeys:
         """AES-256-GCM key for sidecar checkpoints."""
         return self.subkey("sidecar")
 
+    @property
+    def term_key(self) -> bytes:
+        """BLAKE2b key that blinds the terms of the on-disk BM25 index."""
+        return self.subkey("bm25-terms")
+
 
 def _read_header(layout: Layout) -> dict[str, Any]:
     path = layout.keys

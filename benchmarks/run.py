@@ -41,7 +41,8 @@ NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the f
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes, ~2-3 minutes (the CI smoke run)")
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes, ~2-3 minutes (the CI smoke run)")
     ap.add_argument("--only", default=None,
                     help=f"comma-separated groups: {', '.join(GROUPS)}")
     ap.add_argument("--json", type=Path, default=REPO / "bench-out" / "results.json",

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentzero_store.bm25_index import Bm25Index
+from agentzero_store.bm25_blinded import BlindedBm25Index
+from agentzero_store.bm25_index import SealedBm25Index
 from agentzero_store.config import Layout, StoreConfig
 from agentzero_store.embeddings import Embedder
 from agentzero_store.errors import InvalidArgumentError
@@ -26,12 +27,14 @@ from .feed import ChunkCache, ChunkFeed
 from .log import DocumentLog
 from .records import DocumentRecord
 
-# The BM25 checkpoint is every indexed text (~150 bytes per short chunk). Up to 10,000
-# chunks that is cheap and written every checkpoint_every changes as before; beyond, it
-# waits until a quarter of the chunks past that size have changed, so its cost per
-# chunk stays flat instead of every ingest call rewriting the whole list.
+# A sealed BM25 checkpoint is every indexed text (~150 bytes per short chunk). Up to
+# 10,000 chunks that is cheap and written every checkpoint_every changes as before;
+# beyond, it waits until a quarter of the chunks past that size have changed, so its cost
+# per chunk stays flat instead of every ingest call rewriting the whole list. A blinded
+# checkpoint links the files of the last commit: its cost follows the new chunks only.
 BM25_CHECKPOINT_GROWTH = 0.25
 BM25_CHECKPOINT_GROWTH_ABOVE = 10_000
+BM25_TERMS = ("blinded", "sealed")
 
 
 def bm25_text(record: DocumentRecord, chunks: list[Chunk]) -> list[str | None]:
@@ -39,6 +42,20 @@ def bm25_text(record: DocumentRecord, chunks: list[Chunk]) -> list[str | None]:
     # BM25 over title + text: the title is indexed with every chunk of its document.
     prefix = f"{record.title}\n" if record.title else ""
     return [prefix + c.text for c in chunks]
+
+
+def bm25_index(
+    layout: Layout, keys: StoreKeys, config: StoreConfig
+) -> BlindedBm25Index | SealedBm25Index:
+    """The BM25 adapter ``config.bm25_terms`` asks for."""
+    if config.bm25_terms == "blinded":
+        return BlindedBm25Index(layout.rag_tantivy, keys.term_key)
+    if config.bm25_terms == "sealed":
+        return SealedBm25Index()
+    raise InvalidArgumentError(
+        f"bm25_terms must be one of {', '.join(BM25_TERMS)}; got {config.bm25_terms!r}",
+        hint="set StoreConfig.bm25_terms or env AGENTZERO_BM25_TERMS to blinded or sealed",
+    )
 
 
 def vectors_fit(record: DocumentRecord, embedder: Embedder | None, chunking: ChunkParams) -> bool:
@@ -72,14 +89,16 @@ class DocumentIndexes:
         self.chunking = chunking
         self.chunks = ChunkCache(doclog, chunking)  # shared: each version is chunked once
         self.text_feed: ChunkFeed[str] = ChunkFeed(doclog, chunking, bm25_text, self.chunks)
+        index = bm25_index(layout, keys, config)
+        sealed = isinstance(index, SealedBm25Index)
         self.bm25: Sidecar[str] = Sidecar(
             layout.rag_tantivy,
-            Bm25Index(),
+            index,
             self.text_feed,
             key=keys.sidecar_key,
             checkpoint_every=config.checkpoint_every,
             io=io,
-            checkpoint_growth=BM25_CHECKPOINT_GROWTH,
+            checkpoint_growth=BM25_CHECKPOINT_GROWTH if sealed else 0.0,
             checkpoint_growth_above=BM25_CHECKPOINT_GROWTH_ABOVE,
         )
         self.bm25.open(progress)
@@ -107,6 +126,11 @@ class DocumentIndexes:
     def sidecars(self) -> list[Sidecar[Any]]:
         """The open sidecars: BM25, then HNSW if there is an embedder."""
         return [s for s in (self.bm25, self.hnsw) if s is not None]
+
+    def close(self) -> None:
+        """Release the indexes' working files (their checkpoints stay)."""
+        for sidecar in self.sidecars():
+            sidecar.close()
 
     def catch_up(self) -> None:
         """Replay the log's new changes into every sidecar."""
@@ -148,4 +172,4 @@ class DocumentIndexes:
         return [data[i * row : (i + 1) * row] for i in range(len(chunks))]
 
 
-__all__ = ["DocumentIndexes", "bm25_text", "vectors_fit"]
+__all__ = ["DocumentIndexes", "bm25_index", "bm25_text", "vectors_fit"]

@@ -1,11 +1,11 @@
 """``DocumentStore``: sealed document log + BM25 and HNSW sidecars over its chunks.
 
-The log (``rag/index.jsonl``) is the truth. A BM25 sidecar (Tantivy, in RAM, sealed
-checkpoints) always exists; with an embedder, an HNSW sidecar over chunk vectors adds
-``semantic`` and ``hybrid`` (RRF, k=60) modes. Chunk vectors are sealed inside the log
-records, so a lost index is rebuilt without re-embedding. Every hit is re-checked
-against the log: only the live version of a document is ever returned. The sidecars are
-built and kept in step in ``rag.indexes``.
+The log (``rag/index.jsonl``) is the truth. A BM25 sidecar (Tantivy over blinded terms
+on disk, or in RAM with sealed checkpoints) always exists; with an embedder, an HNSW
+sidecar over chunk vectors adds ``semantic`` and ``hybrid`` (RRF, k=60) modes. Chunk
+vectors are sealed inside the log records, so a lost index is rebuilt without
+re-embedding. Every hit is re-checked against the log: only the live version of a
+document is ever returned. The sidecars are built and kept in step in ``rag.indexes``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from agentzero_store.bm25_index import Bm25Index
+from agentzero_store.bm25_index import TantivyBm25
 from agentzero_store.config import Layout, StoreConfig
 from agentzero_store.embeddings import Embedder, as_vector
 from agentzero_store.errors import InvalidArgumentError, NoEmbedderError
@@ -171,6 +171,7 @@ class DocumentStore:
                     sidecar.checkpoint()
                 except Exception as exc:  # a failed checkpoint loses nothing: log, go on
                     log.warning("could not checkpoint %s on close: %s", sidecar, exc)
+        self.indexes.close()
         self.log.close()
 
     def __enter__(self) -> DocumentStore:
@@ -343,7 +344,7 @@ class DocumentStore:
 
     def _bm25_docs(self, text: str, n: int) -> list[tuple[int, int, float]]:
         index = self.bm25.index
-        assert isinstance(index, Bm25Index)
+        assert isinstance(index, TantivyBm25)
         with self.bm25.lock:
             return roll_up(index.search(text, n * CANDIDATES_PER_DOC))[:n]
 

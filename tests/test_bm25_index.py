@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from agentzero_store.bm25_index import Bm25Index
+from agentzero_store.bm25_index import SealedBm25Index
 from agentzero_store.errors import SidecarCorruptError
 
 
 def test_bm25_ranking_upsert_delete_and_round_trip() -> None:
-    b = Bm25Index()
+    b = SealedBm25Index()
     b.insert(
         [
             (1, "the boiler pressure is low"),
@@ -26,7 +26,7 @@ def test_bm25_ranking_upsert_delete_and_round_trip() -> None:
     b.delete([3, 3, 99])  # idempotent, unknown keys ignored
     assert [k for k, _ in b.search("pressure", 5)] == []
     assert b.count() == 3
-    c = Bm25Index()
+    c = SealedBm25Index()
     c.load(b.dump())
     assert c.count() == 3
     for q in ("bread", "boiler", "sourdough feeding"):
@@ -36,7 +36,7 @@ def test_bm25_ranking_upsert_delete_and_round_trip() -> None:
 
 
 def test_bm25_malformed_checkpoint_is_sidecar_corrupt() -> None:
-    b = Bm25Index()
+    b = SealedBm25Index()
     with pytest.raises(SidecarCorruptError):
         b.load({"texts": b"\x01\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\x00abc"})
     with pytest.raises(SidecarCorruptError):

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +64,7 @@ import sys, secrets, numpy as np
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig
 from agentzero_store.config import FAST_KDF_FOR_TESTS
 from rag import DocInput, DocumentStore
-cfg = StoreConfig(kdf=FAST_KDF_FOR_TESTS, checkpoint_every=5)
+cfg = StoreConfig(kdf=FAST_KDF_FOR_TESTS, checkpoint_every=5, bm25_terms=sys.argv[3])
 key = bytes(range(1, 33))
 mem = SqliteMemoryStore.open(sys.argv[1], key=key, config=cfg, hnsw=True)
 docs = DocumentStore.open(sys.argv[1], key=key, config=cfg)
@@ -79,14 +80,18 @@ while True:
 
 
 @pytest.mark.crash
-def test_canaries_never_reach_disk(data_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("terms", ["blinded", "sealed"])  # both BM25 modes of the documents
+def test_canaries_never_reach_disk(
+    data_dir: Path, caplog: pytest.LogCaptureFixture, terms: str
+) -> None:
     caplog.set_level(logging.DEBUG)
+    cfg = replace(FAST, bm25_terms=terms)
     rng = np.random.default_rng(7)
     words: list[str] = []
     vecs: list[np.ndarray] = []
     # 1. Memories (with vectors, HNSW on) and documents, past several checkpoints.
     mem = SqliteMemoryStore.open(data_dir, key=KEY, config=FAST, hnsw=True)
-    docs = DocumentStore.open(data_dir, key=KEY, config=FAST)
+    docs = DocumentStore.open(data_dir, key=KEY, config=cfg)
     for i in range(250):
         w, d = canary(), canary()
         v = rng.normal(size=384).astype(np.float32)
@@ -105,7 +110,7 @@ def test_canaries_never_reach_disk(data_dir: Path, caplog: pytest.LogCaptureFixt
     # 2. kill -9 a writer mid-write a few times; it adds its own canaries.
     for run in range(3):
         child = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(data_dir), str(run)],
+            [sys.executable, "-c", CHILD, str(data_dir), str(run), terms],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -123,7 +128,7 @@ def test_canaries_never_reach_disk(data_dir: Path, caplog: pytest.LogCaptureFixt
     # 3. Reopen (torn tails repaired, sidecars caught up), back up, and scan everything.
     with (
         SqliteMemoryStore.open(data_dir, key=KEY, config=FAST, hnsw=True) as mem,
-        DocumentStore.open(data_dir, key=KEY, config=FAST) as docs,
+        DocumentStore.open(data_dir, key=KEY, config=cfg) as docs,
     ):
         assert docs.query(words[-1], 1)[0].id == words[-1] or len(words) % 2
     backup = data_dir.parent / "backup"

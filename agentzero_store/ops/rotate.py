@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import secrets
+import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +47,7 @@ from ..keys import (
     write_header,
 )
 from ..sidecar import MANIFEST
+from ..sidecar_manifest import TREE_SUFFIX
 from ..sqlcipher import Database
 from .keyops import slot_kdf
 from .lock import writer_lock
@@ -181,6 +183,8 @@ def _drop_sidecar_checkpoints(layout: Layout, io: FileIO) -> int:
         for p in d.iterdir():
             if p.name.endswith(".sealed"):
                 io.unlink(p)
+            elif p.name.endswith(TREE_SUFFIX):  # blinded BM25: terms hashed under the old key
+                shutil.rmtree(p)
         io.fsync_dir(d)
     return n
 

@@ -58,8 +58,11 @@ def test_rotate_changes_every_key_and_keeps_every_answer(populated: Path) -> Non
     old = unlock(Layout(populated), CRED)
     log_before = Layout(populated).rag_log.read_bytes().splitlines()
     export_recovery(populated, CRED)
+    assert list(Layout(populated).rag_tantivy.glob("*.tree"))  # blinded BM25 checkpoint
     r = rotate_keys(populated, CRED)
     assert r.memory_rekeyed and r.log_resealed and r.sidecars_dropped == 2
+    # Its terms were hashed under the old key: gone with the manifest, rebuilt on open.
+    assert not list(Layout(populated).rag_tantivy.glob("*.tree"))
     assert r.slots_dropped == ["recovery"]
     new = unlock(Layout(populated), CRED)
     assert new.master != old.master and new.store_id == old.store_id

@@ -96,7 +96,8 @@ def test_torn_tail_is_a_note_not_an_error(populated: Path) -> None:
 @pytest.mark.parametrize("target", ["manifest", "data"])
 def test_damaged_sidecar_checkpoint_is_a_finding(populated: Path, target: str) -> None:
     d = Layout(populated).rag_tantivy
-    path = d / "manifest.json" if target == "manifest" else next(d.glob("*.sealed"))
+    # The default BM25 checkpoint is a tree of Tantivy files (blinded terms).
+    path = d / "manifest.json" if target == "manifest" else next(d.glob("*.tree/*.term"))
     _flip(path, path.stat().st_size // 2)
     report = verify_store(populated, CRED)
     (f,) = report.findings

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,8 @@ KEY = bytes(range(32))
 
 
 def open_store(data_dir: Path, **kw: object) -> DocumentStore:
-    return DocumentStore.open(data_dir, key=KEY, config=FAST, **kw)  # type: ignore[arg-type]
+    kw.setdefault("config", FAST)
+    return DocumentStore.open(data_dir, key=KEY, **kw)  # type: ignore[arg-type]
 
 
 def long_doc(n_words: int, marker: str, at: int) -> str:
@@ -78,13 +80,16 @@ def test_reopen_loads_checkpoint_and_replays_the_tail(data_dir: Path) -> None:
     s.close()
 
 
+@pytest.mark.parametrize("terms", ["blinded", "sealed"])
 @pytest.mark.parametrize("damage", ["delete_dir", "truncate", "flip", "manifest_garbage"])
-def test_damaged_bm25_sidecar_is_rebuilt(data_dir: Path, damage: str) -> None:
-    with open_store(data_dir) as s:
+def test_damaged_bm25_sidecar_is_rebuilt(data_dir: Path, damage: str, terms: str) -> None:
+    cfg = replace(FAST, bm25_terms=terms)
+    with open_store(data_dir, config=cfg) as s:
         s.ingest_dir(FIXTURES)
         expected = [h.id for h in s.query("boiler pressure", 5)]
     side = data_dir / "rag" / "index.jsonl.tantivy"
-    files = [p for p in side.iterdir() if p.name.endswith(".sealed")]
+    pattern = "*.tree/*.term" if terms == "blinded" else "*.sealed"
+    files = sorted(side.glob(pattern))
     assert files
     if damage == "delete_dir":
         shutil.rmtree(side)
@@ -96,10 +101,10 @@ def test_damaged_bm25_sidecar_is_rebuilt(data_dir: Path, damage: str) -> None:
         files[0].write_bytes(bytes(raw))
     else:
         (side / "manifest.json").write_text('{"format": "agentzero-sidecar/1"')
-    with open_store(data_dir) as s:
+    with open_store(data_dir, config=cfg) as s:
         assert [h.id for h in s.query("boiler pressure", 5)] == expected
         assert {x.kind: x for x in s.index_status()}["bm25"].entries == 4
-    with open_store(data_dir) as s:  # the rebuilt checkpoint is valid again
+    with open_store(data_dir, config=cfg) as s:  # the rebuilt checkpoint is valid again
         assert [h.id for h in s.query("boiler pressure", 5)] == expected
 
 
@@ -176,7 +181,8 @@ def test_large_bm25_index_checkpoints_as_it_grows_and_replays_the_rest(
 
     monkeypatch.setattr(rag.indexes, "BM25_CHECKPOINT_GROWTH_ABOVE", 0)  # "large" at once
     docs = [DocInput(f"d{i}", f"growth doc {i} word{i % 7}") for i in range(1_000)]
-    s = open_store(data_dir)
+    sealed = replace(FAST, bm25_terms="sealed")  # a blinded checkpoint links, never rewrites
+    s = open_store(data_dir, config=sealed)
     s.ingest_many(docs[:800])
     assert s.bm25.covered_seq == 800  # the first batch: nothing on disk yet
     s.ingest_many(docs[800:900])  # 100 changes < a quarter of 900 entries: no checkpoint
@@ -184,7 +190,7 @@ def test_large_bm25_index_checkpoints_as_it_grows_and_replays_the_rest(
     s.ingest_many(docs[900:])  # 200 < a quarter of 1,000 entries: still none
     assert (s.bm25.covered_seq, s.bm25.pending) == (800, 200)
     s.log.close()  # as a crash would: no checkpoint on the way out
-    with open_store(data_dir) as again:  # loads the checkpoint, replays 200 from the log
+    with open_store(data_dir, config=sealed) as again:  # loads it, replays 200 from the log
         assert (again.bm25.covered_seq, again.bm25.applied_seq) == (800, 1_000)
         assert {h.id for h in again.query("word3", 500)} == {
             f"d{i}" for i in range(1_000) if i % 7 == 3

@@ -1,0 +1,202 @@
+"""The default BM25 adapter: Tantivy on disk, over blinded terms (see ``bm25_terms``).
+
+Every term in the index is a keyed hash, and no field stores text: the files hold term
+statistics and chunk keys, never a word. So the index may live on disk as Tantivy's own
+files, and opening a store maps them instead of re-indexing every text.
+
+Files (inside the sidecar directory, beside ``manifest.json``)::
+
+    bm25-<gen>.tree/       a checkpoint: Tantivy's files + ``keys`` (the live keys, u64),
+                           immutable once written, named with each file's sha256 in the
+                           authenticated manifest (``Sidecar`` checks them all before
+                           Tantivy reads a byte)
+    work-<id>/             this process's working index: hard links to a checkpoint's
+                           files, plus what Tantivy writes after it
+    work-<id>.lock         held (flock) while the process lives; a crash leaves it
+                           unlocked and the next open removes both
+
+Tantivy never rewrites a file in place (new segments, new delete files, ``meta.json``
+replaced by rename), so a working index built from hard links never changes the
+checkpoint it started from, and a checkpoint is hard links to the working files after a
+commit: cheap, whatever the index size. Only new files are hashed and fsynced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tantivy
+
+from .bm25_index import HEAP_BYTES, TantivyBm25, schema
+from .bm25_terms import ANALYZER, BLIND_HASH, BlindTerms, whitespace_analyzer
+from .errors import SidecarCorruptError
+from .fileio import translate_os_errors
+
+try:  # liveness of working indexes between processes (POSIX only)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+SCHEMA_VERSION = 2
+TOKENIZER = "blinded"  # whitespace: terms arrive analysed and hashed
+KEYS = "keys"  # the live keys of a checkpoint, little-endian u64, sorted
+WORK = "work-"
+_TANTIVY_LOCKS = (".tantivy-writer.lock", ".tantivy-meta.lock")
+
+
+class BlindedBm25Index(TantivyBm25):
+    """A ``SidecarIndex[str]`` that keeps its files itself (``sidecar_types.KeepsFiles``)."""
+
+    def __init__(self, directory: Path, key: bytes, *, heap_bytes: int = HEAP_BYTES) -> None:
+        super().__init__(schema(TOKENIZER, "freq"), heap_bytes=heap_bytes)
+        self._root = Path(directory)
+        self._terms = BlindTerms(key)
+        self._work: Path | None = None
+        self._lock_fd: int | None = None
+
+    def __repr__(self) -> str:
+        return f"BlindedBm25Index(work={str(self._work)!r})"
+
+    def params(self) -> Mapping[str, Any]:
+        """Schema, analyzer and hash: a checkpoint built with others is rebuilt."""
+        return {"schema": SCHEMA_VERSION, "terms": "blinded", "analyzer": ANALYZER,
+                "hash": BLIND_HASH}
+
+    def _body(self, text: str) -> str:
+        return self._terms.text(text)
+
+    def _query_terms(self, text: str) -> list[str]:
+        return self._terms.terms(text)
+
+    # ------------------------------------------------------------------ SidecarIndex
+    def reset(self) -> None:
+        """An empty index in a fresh working directory."""
+        self._open_work(None, set())
+
+    def insert(self, items: Sequence[tuple[int, str]]) -> None:
+        """Add or replace the text of each key."""
+        self._index_items(items)
+
+    def delete(self, keys: Sequence[int]) -> None:
+        """Remove keys (unknown keys are ignored)."""
+        self._delete_keys(keys)
+
+    def dump(self) -> dict[str, bytes]:
+        """Unused: this adapter's checkpoint is a directory (``save``)."""
+        raise NotImplementedError("a blinded BM25 index checkpoints with save()")
+
+    def load(self, files: Mapping[str, bytes]) -> None:
+        """Unused: this adapter opens a checkpoint directory (``open_saved``)."""
+        raise NotImplementedError("a blinded BM25 index opens with open_saved()")
+
+    # ------------------------------------------------------------------ KeepsFiles
+    def save(self, target: Path) -> None:
+        """Fill the empty dir ``target`` with a complete copy of the index as it is now."""
+        self._commit()
+        # Merges run in Tantivy's threads and replace meta.json when they finish: wait
+        # for them, so the files linked below are one consistent commit.
+        self._writer.wait_merging_threads()
+        self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
+        self._writer.garbage_collect_files()  # only the files of this commit remain
+        work = self._require_work()
+        with translate_os_errors("writing", target):
+            for p in work.iterdir():
+                if p.name not in _TANTIVY_LOCKS:
+                    os.link(p, target / p.name)
+            keys = np.fromiter(self._keys, dtype="<u8", count=len(self._keys))
+            keys.sort()
+            (target / KEYS).write_bytes(keys.tobytes())
+
+    def open_saved(self, source: Path) -> None:
+        """Open the verified checkpoint in ``source`` (never written to: it is linked)."""
+        raw = (source / KEYS).read_bytes()
+        if len(raw) % 8:
+            raise SidecarCorruptError("the bm25 keys file is truncated")
+        keys = np.frombuffer(raw, dtype="<u8")
+        live = set(keys.tolist())
+        if len(live) != len(keys):
+            raise SidecarCorruptError("the bm25 keys file repeats a key")
+        self._open_work(source, live)
+        if self._index.searcher().num_docs != len(live):
+            raise SidecarCorruptError("the bm25 index and its keys file disagree")
+
+    def close(self) -> None:
+        """Drop the working index (checkpoints stay)."""
+        self._index = self._writer = None
+        work, self._work = self._work, None
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                work.with_name(work.name + ".lock").unlink()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # ------------------------------------------------------------------ working dirs
+    def _require_work(self) -> Path:
+        if self._work is None:
+            raise RuntimeError("the blinded BM25 index is closed")
+        return self._work
+
+    def _open_work(self, source: Path | None, keys: set[int]) -> None:
+        """A new working index: empty, or hard links to the checkpoint in ``source``."""
+        self.close()
+        self._remove_abandoned()
+        work = self._new_work()
+        if source is not None:
+            with translate_os_errors("linking", work):
+                for p in source.iterdir():
+                    if p.name != KEYS:
+                        os.link(p, work / p.name)
+        self._index = tantivy.Index(self._schema, path=str(work), reuse=source is not None)
+        self._index.register_tokenizer(TOKENIZER, whitespace_analyzer())
+        self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
+        self._index.reload()
+        self._keys = keys
+        self._dirty = False
+
+    def _new_work(self) -> Path:
+        """Create ``work-<id>/`` and hold ``work-<id>.lock`` for this process's life."""
+        name = f"{WORK}{os.getpid()}-{secrets.token_hex(4)}"
+        with translate_os_errors("creating", self._root):
+            self._root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # Lock a temp name first, then rename: no other process can ever find the
+            # lock file of a live index unlocked.
+            tmp = self._root / f".{name}.lock.tmp"
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            os.replace(tmp, self._root / f"{name}.lock")
+            work = self._root / name
+            work.mkdir(mode=0o700)
+        self._lock_fd, self._work = fd, work
+        return work
+
+    def _remove_abandoned(self) -> None:
+        """Remove working dirs of processes that are gone (their lock is free)."""
+        if fcntl is None or not self._root.is_dir():
+            return
+        for lock in self._root.glob(f"{WORK}*.lock"):
+            try:
+                fd = os.open(lock, os.O_RDWR)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue  # alive
+            try:
+                shutil.rmtree(lock.with_suffix(""), ignore_errors=True)
+                lock.unlink()
+            except OSError:
+                pass
+            finally:
+                os.close(fd)

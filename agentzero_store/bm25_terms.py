@@ -1,0 +1,90 @@
+"""The terms BM25 indexes and queries: one analyzer for both, plain or blinded.
+
+The analyzer is Tantivy's ``en_stem`` (simple tokenizer, tokens over 40 bytes dropped,
+lowercase, Snowball English stemmer), run by Tantivy itself, so a plain index and a
+blinded one see exactly the same terms.
+
+*Blinded* terms replace each stem with a keyed hash (BLAKE2b-64 under a per-store
+subkey, 16 hex characters), so an index on disk holds term statistics (how many
+documents hold a term, how often, how long each chunk is) but never a word. Hashes are
+cached per whitespace-separated word of the input: the analyzer never lets a term span
+whitespace, so analysing word by word yields the same terms as analysing the whole text,
+and a word seen before costs one dict lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
+
+ANALYZER = "en_stem"
+BLIND_HASH = "blake2b-64"
+MAX_TOKEN_BYTES = 40  # en_stem drops longer tokens
+CACHE_WORDS = 500_000  # words whose blinded terms are cached (~100 B each)
+
+
+def analyzer() -> Any:
+    """Tantivy's ``en_stem`` pipeline, callable from Python (``.analyze(text)``)."""
+    return (
+        TextAnalyzerBuilder(Tokenizer.simple())
+        .filter(Filter.remove_long(MAX_TOKEN_BYTES))
+        .filter(Filter.lowercase())
+        .filter(Filter.stemmer("english"))
+        .build()
+    )
+
+
+def whitespace_analyzer() -> Any:
+    """The analyzer of a blinded field: its terms are already analysed and hashed."""
+    return TextAnalyzerBuilder(Tokenizer.whitespace()).build()
+
+
+class PlainTerms:
+    """The ``en_stem`` terms of a text, as words (what a plain index holds)."""
+
+    def __init__(self) -> None:
+        self._analyzer = analyzer()
+
+    def terms(self, text: str) -> list[str]:
+        """The analysed terms of ``text``, in order (repeats kept)."""
+        out: list[str] = self._analyzer.analyze(text)
+        return out
+
+
+class BlindTerms:
+    """The ``en_stem`` terms of a text, each replaced by its keyed hash."""
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) < 16:
+            raise ValueError("the blinding key must be at least 16 bytes")
+        self._key = key
+        self._analyzer = analyzer()
+        self._words: dict[str, str] = {}  # input word -> its blinded terms, space-joined
+
+    def __repr__(self) -> str:
+        return f"BlindTerms(<key hidden>, {len(self._words)} words cached)"
+
+    def _hash(self, term: str) -> str:
+        return hashlib.blake2b(term.encode(), key=self._key, digest_size=8).hexdigest()
+
+    def _learn(self, word: str) -> str:
+        blinded = " ".join(self._hash(t) for t in self._analyzer.analyze(word))
+        if len(self._words) >= CACHE_WORDS:
+            self._words.clear()  # bounded: a huge vocabulary re-hashes, never grows RAM
+        self._words[word] = blinded
+        return blinded
+
+    def text(self, text: str) -> str:
+        """``text`` as space-separated blinded terms (what a blinded field indexes)."""
+        words = text.split()
+        try:
+            return " ".join(map(self._words.__getitem__, words))
+        except KeyError:  # a word not seen yet: learn it (the rest stay lookups)
+            cache = self._words
+            return " ".join([cache[w] if w in cache else self._learn(w) for w in words])
+
+    def terms(self, text: str) -> list[str]:
+        """The blinded terms of ``text``, in order (repeats kept)."""
+        return self.text(text).split()

@@ -1,0 +1,242 @@
+"""The default BM25 index: Tantivy on disk over blinded terms (issue 8).
+
+Terms are Tantivy's en_stem terms under a keyed hash, so rankings equal a plain index's
+while no file holds a word; the checkpoint is a tree of Tantivy files, each checked
+against the authenticated manifest before Tantivy reads it; working indexes of dead
+processes are cleaned up; switching modes rebuilds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentzero_store import StoreIOError
+from agentzero_store.bm25_blinded import BlindedBm25Index
+from agentzero_store.bm25_index import SealedBm25Index
+from agentzero_store.bm25_terms import BlindTerms, analyzer
+from rag import DocInput, DocumentStore
+
+from ..conftest import FAST, scan_for
+from ..test_sidecar_mechanism import FaultyIO
+
+KEY = bytes(range(32))
+TERM_KEY = bytes(range(100, 132))
+SEALED = replace(FAST, bm25_terms="sealed")
+WORDS = (
+    "boiler pressure valve radiator sourdough starter flour oven bake heating "
+    "kettle garden tomato compost ledger invoice tax mortgage pension holiday"
+).split()
+
+
+def corpus(n: int, seed: int = 0) -> list[tuple[int, str]]:
+    import random
+
+    rng = random.Random(seed)
+    return [(i + 1, " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 15))))
+            for i in range(n)]
+
+
+def side(data_dir: Path) -> Path:
+    return data_dir / "rag" / "index.jsonl.tantivy"
+
+
+def trees(data_dir: Path) -> list[Path]:
+    return sorted(side(data_dir).glob("*.tree"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
+def test_blinded_terms_are_the_keyed_hashes_of_en_stem_terms(text: str) -> None:
+    # Word-by-word analysis (what makes the cache possible) equals whole-text analysis.
+    want = [
+        hashlib.blake2b(t.encode(), key=TERM_KEY, digest_size=8).hexdigest()
+        for t in analyzer().analyze(text)
+    ]
+    blind = BlindTerms(TERM_KEY)
+    assert blind.terms(text) == want
+    assert blind.terms(text) == want  # the cached path
+    assert BlindTerms(bytes(32)).terms(text) != want or not want  # the key matters
+
+
+def test_blinded_and_sealed_indexes_rank_alike(tmp_path: Path) -> None:
+    items = corpus(400)
+    blinded = BlindedBm25Index(tmp_path / "b", TERM_KEY)
+    blinded.reset()
+    sealed = SealedBm25Index()
+    for index in (blinded, sealed):
+        index.insert(items)
+    try:
+        for q in ("boiler pressure", "Sourdough, STARTER!", "tax tax invoice", "ovens baking"):
+            b, s = blinded.search(q, 20), sealed.search(q, 20)
+            assert [k for k, _ in b] == [k for k, _ in s], q
+            assert [round(x, 4) for _, x in b] == [round(x, 4) for _, x in s], q
+        assert blinded.search("( [ ^ : ~ NOT", 5) == []  # user text is never query syntax
+    finally:
+        blinded.close()
+
+
+def test_no_word_reaches_the_index_files(data_dir: Path) -> None:
+    words = [f"zebra{i}quokka" for i in range(30)]
+    with DocumentStore.open(data_dir, key=KEY, config=FAST) as s:
+        s.ingest_many([DocInput(w, f"{w} lives by the boiler", title=w) for w in words])
+        assert s.query(words[7], 1)[0].id == words[7]
+        assert trees(data_dir) and not list(side(data_dir).glob("*.sealed"))
+        files = [p for p in side(data_dir).rglob("*") if p.is_file()]
+        # The working index and the checkpoint both hold terms; neither holds a word.
+        assert any(p.suffix == ".term" for p in files)
+        needles = [w.encode() for w in words] + [b"boiler", b"live"]
+        assert scan_for(side(data_dir), needles) == []
+
+
+def _ingest(data_dir: Path, n: int = 300) -> list[str]:
+    with DocumentStore.open(data_dir, key=KEY, config=FAST) as s:
+        s.ingest_many([DocInput(f"d{k}", text) for k, text in corpus(n)])
+        return [h.id for h in s.query("boiler pressure valve", 10)]
+
+
+def test_every_damaged_checkpoint_file_is_caught_before_tantivy(
+    data_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    expected = _ingest(data_dir)
+    (tree,) = trees(data_dir)
+    names = sorted(p.name for p in tree.iterdir())
+    assert {"keys", "meta.json", ".managed.json"} <= set(names)
+    damages = [(n, "flip") for n in names] + [(names[-1], "truncate"), (names[0], "remove"),
+                                               ("extra", "add"), (".", "remove_tree")]
+    for name, how in damages:
+        copy = tmp_path / f"copy-{how}-{name}"
+        shutil.copytree(data_dir, copy)
+        (t,) = trees(copy)
+        p = t / name
+        if how == "flip":
+            raw = bytearray(p.read_bytes())
+            raw[len(raw) // 2] ^= 0x01
+            p.write_bytes(bytes(raw))
+        elif how == "truncate":
+            p.write_bytes(p.read_bytes()[:-1])
+        elif how == "remove":
+            p.unlink()
+        elif how == "add":
+            p.write_bytes(b"x")
+        else:
+            shutil.rmtree(t)
+        caplog.clear()
+        with (
+            caplog.at_level(logging.WARNING),
+            DocumentStore.open(copy, key=KEY, config=FAST) as s,
+        ):
+            assert s.bm25.opened is not None and s.bm25.opened.rebuilt, (name, how)
+            assert [h.id for h in s.query("boiler pressure valve", 10)] == expected
+        assert "rebuilding the bm25 index" in caplog.text, (name, how)
+        with DocumentStore.open(copy, key=KEY, config=FAST) as s:  # valid again
+            assert s.bm25.opened is not None and s.bm25.opened.loaded
+            assert [h.id for h in s.query("boiler pressure valve", 10)] == expected
+
+
+def test_checkpoints_link_unchanged_files_instead_of_rewriting(data_dir: Path) -> None:
+    with DocumentStore.open(data_dir, key=KEY, config=FAST) as s:
+        s.ingest_many([DocInput(f"a{k}", t) for k, t in corpus(200)])
+        (first,) = trees(data_dir)
+        before = {p.stat().st_ino for p in first.iterdir() if p.suffix == ".term"}
+        s.ingest_many([DocInput(f"b{k}", t) for k, t in corpus(100, seed=1)])
+        (second,) = trees(data_dir)  # the old tree is gone once the new manifest is in
+        assert second != first
+        after = {p.stat().st_ino for p in second.iterdir() if p.suffix == ".term"}
+        assert before & after  # an unchanged segment is the same file, not a copy
+        assert len(after) > len(before & after)  # plus the new segment
+
+
+def test_fault_at_every_checkpoint_step_leaves_old_or_new(data_dir: Path) -> None:
+    _ingest(data_dir, 120)
+    fail_at, outcomes = 0, set()
+    while True:
+        fail_at += 1
+        io = FaultyIO(fail_at=-1)
+        s = DocumentStore.open(data_dir, key=KEY, config=FAST, io=io)
+        old = s.bm25.covered_seq
+        s.ingest_many([DocInput(f"f{fail_at}-{k}", t) for k, t in corpus(5, seed=fail_at)])
+        new = s.bm25.applied_seq
+        io.calls, io.fail_at = 0, fail_at
+        with contextlib.suppress(StoreIOError):
+            s.bm25.checkpoint()
+        finished = io.calls < fail_at  # no step was left to fail
+        s.indexes.close()  # as a crash would: no checkpoint on the way out
+        s.log.close()
+        with DocumentStore.open(data_dir, key=KEY, config=FAST) as again:
+            report = again.bm25.opened
+            assert report is not None and report.loaded, (fail_at, report)
+            assert report.covered_seq in (old, new), fail_at
+            assert again.bm25.index.count() == 120 + 5 * fail_at  # the rest replayed
+        outcomes.add("new" if report.covered_seq == new else "old")
+        assert len(trees(data_dir)) == 1, fail_at  # a torn tree never outlives an open
+        if finished:
+            break
+    assert fail_at > 5  # a tree checkpoint has many steps: each one was tried
+    assert outcomes == {"old", "new"}  # faults before the manifest kept the old, after: new
+
+
+CHILD = r"""
+import sys, time
+from rag import DocInput, DocumentStore
+from agentzero_store import StoreConfig
+from agentzero_store.config import FAST_KDF_FOR_TESTS
+s = DocumentStore.open(sys.argv[1], key=bytes(range(32)),
+                       config=StoreConfig(kdf=FAST_KDF_FOR_TESTS), readonly=True)
+s.query("boiler", 1)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_working_index_of_a_killed_process_is_removed(data_dir: Path) -> None:
+    _ingest(data_dir, 50)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(data_dir)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        (theirs,) = side(data_dir).glob("work-*.lock")
+        with DocumentStore.open(data_dir, key=KEY, config=FAST) as s:
+            assert len(list(side(data_dir).glob("work-*.lock"))) == 2
+            assert theirs.exists()  # a live process keeps its working index
+            s.ingest("new", "boiler notes")
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        assert theirs.exists() and theirs.with_suffix("").is_dir()  # a crash leaves them
+        with DocumentStore.open(data_dir, key=KEY, config=FAST) as s:
+            assert not theirs.exists() and not theirs.with_suffix("").exists()
+            assert s.query("boiler", 60)
+        assert not list(side(data_dir).glob("work-*"))  # closed: nothing left behind
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+
+
+def test_switching_modes_rebuilds_and_removes_the_other_layout(data_dir: Path) -> None:
+    expected = _ingest(data_dir, 100)
+    with DocumentStore.open(data_dir, key=KEY, config=SEALED) as s:
+        assert [h.id for h in s.query("boiler pressure valve", 10)] == expected
+    assert list(side(data_dir).glob("*.sealed")) and not trees(data_dir)
+    with DocumentStore.open(data_dir, key=KEY, config=FAST) as s:
+        assert [h.id for h in s.query("boiler pressure valve", 10)] == expected
+    assert trees(data_dir) and not list(side(data_dir).glob("*.sealed"))
+
+
+def test_unknown_mode_is_a_clear_error(data_dir: Path) -> None:
+    from agentzero_store import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="blinded, sealed"):
+        DocumentStore.open(data_dir, key=KEY, config=replace(FAST, bm25_terms="plain"))
