@@ -63,8 +63,9 @@ class SidecarIndex(Protocol[P_contra]):
     """The adapter between the mechanism and one index library (hnswlib, tantivy, ...).
 
     Everything is in memory: the mechanism owns every file, so an adapter never touches
-    disk (except a ``KeepsFiles`` adapter, whose library keeps files of no plaintext). ``insert`` must upsert and ``delete`` must ignore unknown or deleted keys
-    (replay is idempotent). Any exception (native ones included) from ``load`` makes the
+    disk (except a ``KeepsFiles`` adapter, whose library keeps files of no plaintext).
+    ``insert`` must upsert and ``delete`` must ignore unknown or deleted keys (replay is
+    idempotent). Any exception (native ones included) from ``load`` makes the
     mechanism rebuild; from ``insert``/``delete`` during replay it also rebuilds.
     """
 

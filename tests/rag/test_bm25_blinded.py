@@ -35,10 +35,11 @@ from ..test_sidecar_mechanism import FaultyIO
 KEY = bytes(range(32))
 TERM_KEY = bytes(range(100, 132))
 SEALED = replace(FAST, bm25_terms="sealed")
-WORDS = (
-    "boiler pressure valve radiator sourdough starter flour oven bake heating "
-    "kettle garden tomato compost ledger invoice tax mortgage pension holiday"
-).split()
+WORDS = [
+    *("boiler", "pressure", "valve", "radiator", "sourdough", "starter", "flour", "oven"),
+    *("bake", "heating", "kettle", "garden", "tomato", "compost", "ledger", "invoice"),
+    *("tax", "mortgage", "pension", "holiday"),
+]
 
 
 def corpus(n: int, seed: int = 0) -> list[tuple[int, str]]:
