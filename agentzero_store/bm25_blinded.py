@@ -17,13 +17,16 @@ Files (inside the sidecar directory, beside ``manifest.json``)::
 
 Tantivy never rewrites a file in place (new segments, new delete files, ``meta.json``
 replaced by rename), so a working index built from hard links never changes the
-checkpoint it started from, and a checkpoint is hard links to the working files after a
-commit: cheap, whatever the index size. Only new files are hashed and fsynced.
+checkpoint it started from, and a checkpoint is hard links to the files of the last
+commit: cheap, whatever the index size, and it never waits for Tantivy's merges. Only
+new files are hashed and fsynced.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import os
 import secrets
 import shutil
@@ -48,7 +51,7 @@ SCHEMA_VERSION = 2
 TOKENIZER = "blinded"  # whitespace: terms arrive analysed and hashed
 KEYS = "keys"  # the live keys of a checkpoint, little-endian u64, sorted
 WORK = "work-"
-_TANTIVY_LOCKS = (".tantivy-writer.lock", ".tantivy-meta.lock")
+_SAVE_TRIES = 20
 
 
 class BlindedBm25Index(TantivyBm25):
@@ -100,19 +103,42 @@ class BlindedBm25Index(TantivyBm25):
     def save(self, target: Path) -> None:
         """Fill the empty dir ``target`` with a complete copy of the index as it is now."""
         self._commit()
-        # Merges run in Tantivy's threads and replace meta.json when they finish: wait
-        # for them, so the files linked below are one consistent commit.
-        self._writer.wait_merging_threads()
-        self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
-        self._writer.garbage_collect_files()  # only the files of this commit remain
         work = self._require_work()
         with translate_os_errors("writing", target):
-            for p in work.iterdir():
-                if p.name not in _TANTIVY_LOCKS:
-                    os.link(p, target / p.name)
+            for _ in range(_SAVE_TRIES):
+                if self._link_commit(work, target):
+                    break
+            else:  # pragma: no cover - merges finishing faster than a few links, repeatedly
+                raise OSError(errno.EAGAIN, "Tantivy kept replacing its files", str(work))
             keys = np.fromiter(self._keys, dtype="<u8", count=len(self._keys))
             keys.sort()
             (target / KEYS).write_bytes(keys.tobytes())
+
+    @staticmethod
+    def _link_commit(work: Path, target: Path) -> bool:
+        """Hard-link the files of the commit ``work/meta.json`` names into ``target``.
+
+        Merges run in Tantivy's threads meanwhile: one that finishes may replace
+        meta.json and delete the files it merged away. So the meta.json read here is the
+        one written to ``target``, and a file gone before it was linked means "try
+        again" (False), never a mixed copy. Tantivy's list of the files it manages is
+        left out: a working index opened from the copy never deletes its files, which
+        the checkpoint still needs.
+        """
+        for p in target.iterdir():
+            p.unlink()
+        meta_raw = (work / "meta.json").read_bytes()
+        segments = {
+            s["segment_id"].replace("-", "") for s in json.loads(meta_raw)["segments"]
+        }
+        try:
+            for p in work.iterdir():
+                if p.name.split(".", 1)[0] in segments:
+                    os.link(p, target / p.name)
+        except FileNotFoundError:
+            return False
+        (target / "meta.json").write_bytes(meta_raw)
+        return True
 
     def open_saved(self, source: Path) -> None:
         """Open the verified checkpoint in ``source`` (never written to: it is linked)."""

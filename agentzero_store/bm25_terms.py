@@ -5,7 +5,7 @@ lowercase, Snowball English stemmer), run by Tantivy itself, so a plain index an
 blinded one see exactly the same terms.
 
 *Blinded* terms replace each stem with a keyed hash (BLAKE2b-64 under a per-store
-subkey, 16 hex characters), so an index on disk holds term statistics (how many
+subkey, 11 base64url characters), so an index on disk holds term statistics (how many
 documents hold a term, how often, how long each chunk is) but never a word. Hashes are
 cached per whitespace-separated word of the input: the analyzer never lets a term span
 whitespace, so analysing word by word yields the same terms as analysing the whole text,
@@ -14,15 +14,17 @@ and a word seen before costs one dict lookup.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from typing import Any
 
 from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
 
 ANALYZER = "en_stem"
-BLIND_HASH = "blake2b-64"
+BLIND_HASH = "blake2b-64-b64url"
 MAX_TOKEN_BYTES = 40  # en_stem drops longer tokens
 CACHE_WORDS = 500_000  # words whose blinded terms are cached (~100 B each)
+_SEP = "qzsep0x"  # a one-term word between the words analysed in one call
 
 
 def analyzer() -> Any:
@@ -67,23 +69,33 @@ class BlindTerms:
         return f"BlindTerms(<key hidden>, {len(self._words)} words cached)"
 
     def _hash(self, term: str) -> str:
-        return hashlib.blake2b(term.encode(), key=self._key, digest_size=8).hexdigest()
+        digest = hashlib.blake2b(term.encode(), key=self._key, digest_size=8).digest()
+        return base64.urlsafe_b64encode(digest)[:11].decode()  # 64 bits, no padding
 
-    def _learn(self, word: str) -> str:
-        blinded = " ".join(self._hash(t) for t in self._analyzer.analyze(word))
-        if len(self._words) >= CACHE_WORDS:
+    def _learn(self, words: list[str]) -> None:
+        """Cache the blinded terms of each of ``words``: one analyzer call for all."""
+        if len(self._words) + len(words) > CACHE_WORDS:
             self._words.clear()  # bounded: a huge vocabulary re-hashes, never grows RAM
-        self._words[word] = blinded
-        return blinded
+        tokens = self._analyzer.analyze(f" {_SEP} ".join(words))
+        groups: list[list[str]] = [[]]
+        for t in tokens:
+            if t == _SEP:
+                groups.append([])
+            else:
+                groups[-1].append(t)
+        if len(groups) != len(words):  # a word held the separator itself: one by one
+            groups = [self._analyzer.analyze(w) for w in words]
+        for word, terms in zip(words, groups, strict=True):
+            self._words[word] = " ".join(map(self._hash, terms))
 
     def text(self, text: str) -> str:
         """``text`` as space-separated blinded terms (what a blinded field indexes)."""
         words = text.split()
         try:
             return " ".join(map(self._words.__getitem__, words))
-        except KeyError:  # a word not seen yet: learn it (the rest stay lookups)
-            cache = self._words
-            return " ".join([cache[w] if w in cache else self._learn(w) for w in words])
+        except KeyError:  # words not seen yet: learn them all at once, then look up
+            self._learn(list({w: None for w in words if w not in self._words}))
+            return " ".join(map(self._words.__getitem__, words))
 
     def terms(self, text: str) -> list[str]:
         """The blinded terms of ``text``, in order (repeats kept)."""

@@ -27,11 +27,12 @@ from .feed import ChunkCache, ChunkFeed
 from .log import DocumentLog
 from .records import DocumentRecord
 
-# A sealed BM25 checkpoint is every indexed text (~150 bytes per short chunk). Up to
-# 10,000 chunks that is cheap and written every checkpoint_every changes as before;
-# beyond, it waits until a quarter of the chunks past that size have changed, so its cost
-# per chunk stays flat instead of every ingest call rewriting the whole list. A blinded
-# checkpoint links the files of the last commit: its cost follows the new chunks only.
+# A BM25 checkpoint costs more than its changes: a sealed one is every indexed text
+# (~150 bytes per short chunk), a blinded one a Tantivy commit (fsyncs, a new segment
+# that later merges). Up to 10,000 chunks both are cheap and written every
+# checkpoint_every changes; beyond, a checkpoint also waits until a quarter of the chunks
+# past that size have changed, so its cost per chunk stays flat. A crash replays at most
+# that much of the fsynced log.
 BM25_CHECKPOINT_GROWTH = 0.25
 BM25_CHECKPOINT_GROWTH_ABOVE = 10_000
 BM25_TERMS = ("blinded", "sealed")
@@ -89,16 +90,14 @@ class DocumentIndexes:
         self.chunking = chunking
         self.chunks = ChunkCache(doclog, chunking)  # shared: each version is chunked once
         self.text_feed: ChunkFeed[str] = ChunkFeed(doclog, chunking, bm25_text, self.chunks)
-        index = bm25_index(layout, keys, config)
-        sealed = isinstance(index, SealedBm25Index)
         self.bm25: Sidecar[str] = Sidecar(
             layout.rag_tantivy,
-            index,
+            bm25_index(layout, keys, config),
             self.text_feed,
             key=keys.sidecar_key,
             checkpoint_every=config.checkpoint_every,
             io=io,
-            checkpoint_growth=BM25_CHECKPOINT_GROWTH if sealed else 0.0,
+            checkpoint_growth=BM25_CHECKPOINT_GROWTH,
             checkpoint_growth_above=BM25_CHECKPOINT_GROWTH_ABOVE,
         )
         self.bm25.open(progress)

@@ -174,15 +174,16 @@ def test_catch_up_after_ingest_takes_the_written_records_not_a_disk_reread(
         assert [h.id for h in s.query("older", 5)] == []
 
 
+@pytest.mark.parametrize("terms", ["blinded", "sealed"])
 def test_large_bm25_index_checkpoints_as_it_grows_and_replays_the_rest(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, terms: str
 ) -> None:
     import rag.indexes
 
     monkeypatch.setattr(rag.indexes, "BM25_CHECKPOINT_GROWTH_ABOVE", 0)  # "large" at once
     docs = [DocInput(f"d{i}", f"growth doc {i} word{i % 7}") for i in range(1_000)]
-    sealed = replace(FAST, bm25_terms="sealed")  # a blinded checkpoint links, never rewrites
-    s = open_store(data_dir, config=sealed)
+    cfg = replace(FAST, bm25_terms=terms)
+    s = open_store(data_dir, config=cfg)
     s.ingest_many(docs[:800])
     assert s.bm25.covered_seq == 800  # the first batch: nothing on disk yet
     s.ingest_many(docs[800:900])  # 100 changes < a quarter of 900 entries: no checkpoint
@@ -190,7 +191,8 @@ def test_large_bm25_index_checkpoints_as_it_grows_and_replays_the_rest(
     s.ingest_many(docs[900:])  # 200 < a quarter of 1,000 entries: still none
     assert (s.bm25.covered_seq, s.bm25.pending) == (800, 200)
     s.log.close()  # as a crash would: no checkpoint on the way out
-    with open_store(data_dir, config=sealed) as again:  # loads it, replays 200 from the log
+    s.indexes.close()
+    with open_store(data_dir, config=cfg) as again:  # loads it, replays 200 from the log
         assert (again.bm25.covered_seq, again.bm25.applied_seq) == (800, 1_000)
         assert {h.id for h in again.query("word3", 500)} == {
             f"d{i}" for i in range(1_000) if i % 7 == 3
