@@ -118,12 +118,13 @@ class BlindedBm25Index(TantivyBm25):
     def _link_commit(work: Path, target: Path) -> bool:
         """Hard-link the files of the commit ``work/meta.json`` names into ``target``.
 
-        Merges run in Tantivy's threads meanwhile: one that finishes may replace
-        meta.json and delete the files it merged away. So the meta.json read here is the
-        one written to ``target``, and a file gone before it was linked means "try
-        again" (False), never a mixed copy. Tantivy's list of the files it manages is
-        left out: a working index opened from the copy never deletes its files, which
-        the checkpoint still needs.
+        Merges run in Tantivy's threads meanwhile: one that finishes replaces meta.json
+        (never with the same bytes: its opstamp grows) and then deletes the files it
+        merged away. So the meta.json read here is the one written to ``target``, and
+        if it changed while the files were linked, or a file vanished, the copy may be
+        incomplete: "try again" (False), never a mixed copy. Tantivy's list of the files
+        it manages is left out: a working index opened from the copy never deletes its
+        files, which the checkpoint still needs.
         """
         for p in target.iterdir():
             p.unlink()
@@ -136,6 +137,8 @@ class BlindedBm25Index(TantivyBm25):
                 if p.name.split(".", 1)[0] in segments:
                     os.link(p, target / p.name)
         except FileNotFoundError:
+            return False
+        if (work / "meta.json").read_bytes() != meta_raw:
             return False
         (target / "meta.json").write_bytes(meta_raw)
         return True

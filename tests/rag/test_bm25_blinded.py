@@ -95,6 +95,28 @@ def test_blinded_and_sealed_indexes_rank_alike(tmp_path: Path) -> None:
         blinded.close()
 
 
+def test_every_save_is_a_whole_commit_while_merges_run(tmp_path: Path) -> None:
+    # Many small commits make Tantivy merge in its threads while checkpoints link files.
+    live = BlindedBm25Index(tmp_path / "live", TERM_KEY)
+    live.reset()
+    items = corpus(1_500, seed=3)
+    try:
+        for n, b in enumerate(range(0, len(items), 50)):
+            live.insert(items[b : b + 50])
+            live.delete([k for k, _ in items[b : b + 5]])
+            target = tmp_path / f"tree-{n}"
+            target.mkdir()
+            live.save(target)
+            copy = BlindedBm25Index(tmp_path / f"copy-{n}", TERM_KEY)
+            copy.open_saved(target)
+            assert copy.count() == live.count()
+            for q in ("boiler", "tax pension"):
+                assert copy.search(q, 30) == live.search(q, 30)
+            copy.close()
+    finally:
+        live.close()
+
+
 def test_no_word_reaches_the_index_files(data_dir: Path) -> None:
     words = [f"zebra{i}quokka" for i in range(30)]
     with DocumentStore.open(data_dir, key=KEY, config=FAST) as s:
