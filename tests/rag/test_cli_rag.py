@@ -131,3 +131,19 @@ def test_kill9_during_ingest_keeps_every_acknowledged_document(data_dir: Path, r
         for d in acked[-3:]:
             n = int(d.split("-")[1])
             assert d in {h.id for h in s.query(f"document {n}", 50)}
+
+
+def test_bm25_mode_from_the_environment(data_dir: Path) -> None:
+    tantivy = data_dir / "rag" / "index.jsonl.tantivy"
+    run(data_dir, "init")
+    run(data_dir, "rag", "ingest", str(FIXTURES), "--embedder", "none")
+    assert list(tantivy.glob("*.tree")) and not list(tantivy.glob("*.sealed"))  # the default
+    sealed = {"AGENTZERO_BM25_TERMS": "sealed"}
+    hits = js(run(data_dir, "rag", "query", "boiler pressure", "--json", env=sealed))
+    assert hits[0]["id"] == "boiler-manual.md"
+    assert list(tantivy.glob("*.sealed")) and not list(tantivy.glob("*.tree"))  # rebuilt
+    bad = run(data_dir, "rag", "query", "boiler", "--json", check=False,
+              env={"AGENTZERO_BM25_TERMS": "plain"})
+    err = js(bad)
+    assert bad.returncode == 2 and err["error"] == "invalid_argument", bad
+    assert "blinded, sealed" in err["message"] and "AGENTZERO_BM25_TERMS" in err["hint"]
