@@ -9,7 +9,8 @@ subkey, 11 base64url characters), so an index on disk holds term statistics (how
 documents hold a term, how often, how long each chunk is) but never a word. Hashes are
 cached per whitespace-separated word of the input: the analyzer never lets a term span
 whitespace, so analysing word by word yields the same terms as analysing the whole text,
-and a word seen before costs one dict lookup.
+and a word seen before costs one dict lookup; a new word's terms are looked up in a
+cache of hashes per term (words like "cells," and "(cell" share one).
 """
 
 from __future__ import annotations
@@ -64,29 +65,33 @@ class BlindTerms:
         self._key = key
         self._analyzer = analyzer()
         self._words: dict[str, str] = {}  # input word -> its blinded terms, space-joined
+        self._hashes: dict[str, str] = {}  # term -> its hash (many words share a stem)
 
     def __repr__(self) -> str:
         return f"BlindTerms(<key hidden>, {len(self._words)} words cached)"
 
     def _hash(self, term: str) -> str:
         digest = hashlib.blake2b(term.encode(), key=self._key, digest_size=8).digest()
-        return base64.urlsafe_b64encode(digest)[:11].decode()  # 64 bits, no padding
+        blinded = base64.urlsafe_b64encode(digest)[:11].decode()  # 64 bits, no padding
+        self._hashes[term] = blinded
+        return blinded
 
     def _learn(self, words: list[str]) -> None:
         """Cache the blinded terms of each of ``words``: one analyzer call for all."""
         if len(self._words) + len(words) > CACHE_WORDS:
             self._words.clear()  # bounded: a huge vocabulary re-hashes, never grows RAM
-        tokens = self._analyzer.analyze(f" {_SEP} ".join(words))
-        groups: list[list[str]] = [[]]
-        for t in tokens:
-            if t == _SEP:
-                groups.append([])
-            else:
-                groups[-1].append(t)
+            self._hashes.clear()
+        hashes = self._hashes
+        # Terms are alphanumeric: a newline marks where one word's terms end.
+        parts = [
+            "\n" if t == _SEP else hashes[t] if t in hashes else self._hash(t)
+            for t in self._analyzer.analyze(f" {_SEP} ".join(words))
+        ]
+        groups = " ".join(parts).split("\n")
         if len(groups) != len(words):  # a word held the separator itself: one by one
-            groups = [self._analyzer.analyze(w) for w in words]
-        for word, terms in zip(words, groups, strict=True):
-            self._words[word] = " ".join(map(self._hash, terms))
+            groups = [" ".join(map(self._hash, self._analyzer.analyze(w))) for w in words]
+        for word, blinded in zip(words, groups, strict=True):
+            self._words[word] = blinded.strip()
 
     def text(self, text: str) -> str:
         """``text`` as space-separated blinded terms (what a blinded field indexes)."""
@@ -94,7 +99,7 @@ class BlindTerms:
         try:
             return " ".join(map(self._words.__getitem__, words))
         except KeyError:  # words not seen yet: learn them all at once, then look up
-            self._learn(list({w: None for w in words if w not in self._words}))
+            self._learn(list(set(words).difference(self._words)))
             return " ".join(map(self._words.__getitem__, words))
 
     def terms(self, text: str) -> list[str]:

@@ -35,7 +35,7 @@ sys.path[:0] = [str(HERE), str(REPO)]
 
 from _harness import Figure, Skipped, table  # noqa: E402
 
-GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "scifact")
+GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact")
 NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
 
@@ -112,6 +112,15 @@ def main(argv: list[str] | None = None) -> int:
 
             progress("bm25: BM25-only ingest vs raw tantivy-py")
             figures += _rag.bm25_ingest(Path(tmp), quick=args.quick, n=args.n)
+        if "blinded" in args.groups:
+            import _rag
+
+            progress(f"blinded: BM25 terms blinded vs plain on SciFact ({args.scifact})")
+            got_bl = _rag.blinded(Path(tmp), args.scifact, quick=args.quick)
+            if isinstance(got_bl, Skipped):
+                skipped.append(got_bl)
+            else:
+                figures += got_bl
         if "scifact" in args.groups:
             import _rag
 
