@@ -41,7 +41,16 @@ from agentzero_store.crypto import Sealer
 from agentzero_store.errors import SchemaVersionError
 from agentzero_store.keys import StoreKeys
 
-from .records import Entry, LogHeader, decode_entry, decode_header, encode_entry, encode_header
+from .records import (
+    Entry,
+    LogHeader,
+    Op,
+    decode_entry,
+    decode_head,
+    decode_header,
+    encode_entry,
+    encode_header,
+)
 
 FORMAT = "agentzero-doclog/1"
 FORMAT_PREFIX = "agentzero-doclog/"
@@ -229,6 +238,25 @@ class LogCodec:
         """Authenticate and decode a record. Raises ``InvalidTag`` / ``PayloadError``."""
         pt = self._sealer.open(frame.blob, record_aad(self.store_id, generation, frame.seq))
         return decode_entry(pt)
+
+    def open_record_head(self, generation: str, line: bytes, seq: int) -> tuple[Op, str] | None:
+        """Replay's light ``open_record``: ``(op, doc id)`` of the complete record line
+        ``line`` (with its newline) if it is record ``seq``, well formed, CRC-intact and
+        AUTHENTIC; None on anything else, and the caller reruns the strict checks
+        (``parse_frame`` + ``open_record``) to name the problem.
+
+        Authentication is never skipped: only the decoding is light (``decode_head``
+        reads the op and the id, not the text, dates or vectors). ``decode_entry`` still
+        checks the whole payload whenever the record is read.
+        """
+        parts = split_record(line, len(line) - 1)
+        if parts is None or parts[0] != seq:
+            return None
+        try:
+            pt = self._sealer.open(parts[1], record_aad(self.store_id, generation, seq))
+        except InvalidTag:
+            return None
+        return decode_head(pt)
 
     def encode_log(self, header: LogHeader, entries: list[Entry]) -> bytes:
         """A whole log file: header, then ``entries`` as seqs 1..N (for atomic rewrites)."""

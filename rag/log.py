@@ -5,9 +5,12 @@ Line format, AAD and why only ``seq`` is in the clear: see ``rag.framing``.
 Replay rules (on open):
 
 * Every complete line (ending in ``\\n``) is checked: envelope + CRC, seq = previous + 1,
-  AES-GCM authentication, payload decoding. Any failure raises ``CorruptStoreError``
-  (``TamperedRecordError`` when the CRC is fine but authentication fails) naming the file,
-  line and byte offset. Nothing is modified: fail closed, then ``rag.salvage`` on request.
+  AES-GCM authentication, and the op and id of its payload (all replay keeps). Any
+  failure raises ``CorruptStoreError`` (``TamperedRecordError`` when the CRC is fine but
+  authentication fails) naming the file, line and byte offset. Nothing is modified: fail
+  closed, then ``rag.salvage`` on request. The rest of an authentic payload (text, dates,
+  vectors) is decoded, and a bad one reported with its line and offset, when the record
+  is read; ``agentzero store verify`` decodes every record whole.
 * Bytes after the last newline are a torn append (we write ``line + \\n`` in one write, and
   a crash loses a suffix of it). They were never acknowledged: they are cut off with a
   ``TornTailWarning`` and every record before them survives.
@@ -246,7 +249,15 @@ class DocumentLog(LogReader):
         """
         with self._mutex:
             self._check_writable()
-            entries = [self._read_entry(seq) for seq in sorted(self._live.values())]
+            # Read (and fully decode) EVERY record, not only the live ones: replay decoded
+            # just the op and id, and a record that compaction drops must not take an
+            # undecodable payload with it unreported.
+            live = set(self._live.values())
+            entries = []
+            for seq in range(1, self.seq + 1):
+                entry = self._read_entry(seq)
+                if seq in live:
+                    entries.append(entry)
             header = LogHeader(new_generation(), self._clock(), "compact")
             atomic_write(self.path, self._codec.encode_log(header, entries), io=self._io)
             # Our descriptors point at the replaced file: reopen and replay the new one.

@@ -4,6 +4,12 @@ Shared by ``DocumentLog`` (on open, after compaction, and on every lazy read). S
 design: the first line that is damaged (CRC), out of sequence, or not authentic raises a
 ``CorruptStoreError`` / ``TamperedRecordError`` naming the file, line and byte offset.
 ``rag.salvage`` is the lenient reader.
+
+Light by default: replay keeps only ``Slot(offset, length, op, doc_id)`` and the live map,
+so it authenticates every line but decodes only the op and id of each payload
+(``LogCodec.open_record_head``); building whole ``DocumentRecord`` objects was most of
+the cost of an open. Reads decode the whole payload (``LineChecker.entry``), and
+``replay(..., full=True)`` (verify, backup) decodes every record.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from cryptography.exceptions import InvalidTag
 
 from agentzero_store.errors import CorruptStoreError, TamperedRecordError
 
-from .framing import DamagedLine, LogCodec, RawLine, check_format, iter_raw_lines, parse_frame
+from .framing import DamagedLine, LogCodec, RawLine, check_format, parse_frame
 from .records import DocumentRecord, Entry, LogHeader, Op, PayloadError
 
 SALVAGE_HINT = (
@@ -71,7 +77,27 @@ class LineChecker:
         except PayloadError as exc:
             raise self.error(CorruptStoreError, f"undecodable header ({exc})", raw) from None
 
-    def record(self, raw: RawLine, generation: str, *, expected_seq: int) -> Entry:
+    def record_head(
+        self, line: bytes, offset: int, generation: str, *, expected_seq: int
+    ) -> tuple[Op, str]:
+        """``(op, doc id)`` of one complete record line (``line`` ends in its newline,
+        starts at byte ``offset``): authenticated, but only the head of the payload is
+        decoded. Any line the fast path does not take is checked by ``entry`` instead,
+        which opens it whole or raises the precise error."""
+        got = self.codec.open_record_head(generation, line, expected_seq)
+        if got is not None:
+            return got
+        entry = self.entry(_raw(expected_seq + 1, offset, line), generation, expected_seq)
+        return op_of(entry), entry.id
+
+    def record(
+        self, line: bytes, offset: int, generation: str, *, expected_seq: int
+    ) -> tuple[Op, str]:
+        """``record_head``, but the whole payload is decoded (``store verify``)."""
+        entry = self.entry(_raw(expected_seq + 1, offset, line), generation, expected_seq)
+        return op_of(entry), entry.id
+
+    def entry(self, raw: RawLine, generation: str, expected_seq: int) -> Entry:
         """Check and open one record line that must carry ``expected_seq``."""
         try:
             frame = parse_frame(raw.data)
@@ -106,6 +132,11 @@ class Replayed:
     torn: RawLine | None  # bytes after the last newline (an interrupted append)
 
 
+def op_of(entry: Entry) -> Op:
+    """The op of the record that holds ``entry``."""
+    return "upsert" if isinstance(entry, DocumentRecord) else "delete"
+
+
 def apply_change(live: dict[str, int], op: Op, doc_id: str, seq: int) -> None:
     """Apply one change to the id -> seq map of live documents."""
     live.pop(doc_id, None)  # re-insert on upsert so dict order = last-write order
@@ -113,11 +144,16 @@ def apply_change(live: dict[str, int], op: Op, doc_id: str, seq: int) -> None:
         live[doc_id] = seq
 
 
-def replay(f: BinaryIO, checker: LineChecker) -> Replayed:
-    """Read a whole log; raises on any damaged, foreign or out-of-order complete line."""
-    lines = iter_raw_lines(f)
-    first = next(lines, None)
-    if first is None:
+def replay(f: BinaryIO, checker: LineChecker, *, full: bool = False) -> Replayed:
+    """Read a whole log; raises on any damaged, foreign or out-of-order complete line.
+
+    Every complete line is checked as strictly either way (envelope, CRC, seq, AES-GCM
+    with its AAD). ``full=False`` (opening a log) decodes only the op and the id of each
+    payload, which is all replay keeps; the rest of a record is decoded, and checked,
+    whenever it is read. ``full=True`` (``store verify``) decodes every record whole.
+    """
+    first_line = f.readline()
+    if not first_line:
         raise CorruptStoreError(
             "the document log is empty (no header)",
             path=checker.path,
@@ -125,15 +161,25 @@ def replay(f: BinaryIO, checker: LineChecker) -> Replayed:
             offset=0,
             hint=SALVAGE_HINT,
         )
+    first = _raw(1, 0, first_line)
     header = checker.header(first)
     state = Replayed(header, [], {}, first.end, None)
-    for raw in lines:
-        if not raw.complete:
-            state.torn = raw  # necessarily the last line: nothing follows it
+    check = checker.record if full else checker.record_head
+    slots, live, generation = state.slots, state.live, header.generation
+    offset = state.size
+    for line in f:
+        seq = len(slots) + 1
+        if line[-1:] != b"\n":
+            state.torn = _raw(seq + 1, offset, line)  # necessarily the last line
             break
-        entry = checker.record(raw, header.generation, expected_seq=len(state.slots) + 1)
-        op: Op = "upsert" if isinstance(entry, DocumentRecord) else "delete"
-        state.slots.append(Slot(raw.offset, len(raw.data), op, entry.id))
-        apply_change(state.live, op, entry.id, len(state.slots))
-        state.size = raw.end
+        op, doc_id = check(line, offset, generation, expected_seq=seq)
+        slots.append(Slot(offset, len(line) - 1, op, doc_id))
+        apply_change(live, op, doc_id, seq)
+        offset += len(line)
+    state.size = offset
     return state
+
+
+def _raw(lineno: int, offset: int, line: bytes) -> RawLine:
+    complete = line.endswith(b"\n")
+    return RawLine(lineno, offset, line[:-1] if complete else line, complete)
