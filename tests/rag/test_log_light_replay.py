@@ -197,3 +197,22 @@ def test_compact_reports_an_undecodable_record_it_would_drop(
             log.compact()
         _assert_names(info.value, log_path, 3, offset)
     assert log_path.read_bytes() == before
+
+
+def test_store_verify_reports_an_undecodable_record(tmp_path: Path) -> None:
+    # `agentzero store verify` must keep decoding every record, not replay's light view.
+    from agentzero_store import StoreConfig
+    from agentzero_store.config import FAST_KDF_FOR_TESTS
+    from agentzero_store.credentials import Credential
+    from agentzero_store.keys import open_data_dir
+    from agentzero_store.ops import verify_store
+
+    root, raw_key = tmp_path / "store", bytes(range(32))
+    layout, keys = open_data_dir(root, key=raw_key, kdf=StoreConfig(kdf=FAST_KDF_FOR_TESTS).kdf)
+    generation = _write(layout.rag_log, keys)
+    payload = b'{"v":1,"op":"upsert","id":"doc-1","text":"x"}'  # keys missing
+    offset = _replace_line(layout.rag_log, 3, _sealed_line(keys, generation, 2, payload))
+    report = verify_store(root, Credential.from_key(raw_key))
+    assert not report.clean
+    (finding,) = [f for f in report.findings if f.file == str(layout.rag_log)]
+    assert finding.where == f"line 3, byte {offset}"
