@@ -14,9 +14,10 @@ the cost of an open. Reads decode the whole payload (``LineChecker.entry``), and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, Protocol
 
 from cryptography.exceptions import InvalidTag
 
@@ -130,6 +131,17 @@ class Replayed:
     live: dict[str, int]  # doc id -> seq of its live version, in last-write order
     size: int  # end of the last good line: where the next append goes
     torn: RawLine | None  # bytes after the last newline (an interrupted append)
+    covered: int = 0  # records taken from a catalog (rag.catalog) instead of replayed
+
+
+class Resumable(Protocol):
+    """What ``replay`` may resume from: slots of records 1..N and the byte they end at."""
+
+    @property
+    def slots(self) -> list[Slot]: ...
+
+    @property
+    def size(self) -> int: ...
 
 
 def op_of(entry: Entry) -> Op:
@@ -144,13 +156,23 @@ def apply_change(live: dict[str, int], op: Op, doc_id: str, seq: int) -> None:
         live[doc_id] = seq
 
 
-def replay(f: BinaryIO, checker: LineChecker, *, full: bool = False) -> Replayed:
+def replay(
+    f: BinaryIO,
+    checker: LineChecker,
+    *,
+    full: bool = False,
+    resume: Callable[[str, int], Resumable | None] | None = None,
+) -> Replayed:
     """Read a whole log; raises on any damaged, foreign or out-of-order complete line.
 
     Every complete line is checked as strictly either way (envelope, CRC, seq, AES-GCM
     with its AAD). ``full=False`` (opening a log) decodes only the op and the id of each
     payload, which is all replay keeps; the rest of a record is decoded, and checked,
     whenever it is read. ``full=True`` (``store verify``) decodes every record whole.
+
+    ``resume(generation, header_end)`` may return a verified catalog of the first N
+    records (``rag.catalog``, which checks they are these bytes of this generation);
+    then only the lines after it are read. The header is always read and authenticated.
     """
     first_line = f.readline()
     if not first_line:
@@ -167,6 +189,13 @@ def replay(f: BinaryIO, checker: LineChecker, *, full: bool = False) -> Replayed
     check = checker.record if full else checker.record_head
     slots, live, generation = state.slots, state.live, header.generation
     offset = state.size
+    start = resume(generation, offset) if resume is not None else None
+    if start is not None:
+        slots.extend(start.slots)
+        for seq, slot in enumerate(slots, 1):
+            apply_change(live, slot.op, slot.doc_id, seq)
+        state.covered, offset = len(slots), start.size
+        f.seek(offset)
     for line in f:
         seq = len(slots) + 1
         if line[-1:] != b"\n":
