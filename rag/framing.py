@@ -41,7 +41,16 @@ from agentzero_store.crypto import Sealer
 from agentzero_store.errors import SchemaVersionError
 from agentzero_store.keys import StoreKeys
 
-from .records import Entry, LogHeader, decode_entry, decode_header, encode_entry, encode_header
+from .records import (
+    Entry,
+    LogHeader,
+    Op,
+    decode_entry,
+    decode_head,
+    decode_header,
+    encode_entry,
+    encode_header,
+)
 
 FORMAT = "agentzero-doclog/1"
 FORMAT_PREFIX = "agentzero-doclog/"
@@ -56,6 +65,11 @@ _HEADER_BODY = re.compile(
     + _B64
     + rb'"\}'
 )
+# The fast path of replay reads a record line as three parts: a short head, the base64
+# (checked by a strict decode, not a regex: the regex was the slowest step) and the tail.
+_RECORD_HEAD = re.compile(rb'\{"seq":([1-9][0-9]{0,17}),"ct":"')
+_RECORD_TAIL = re.compile(rb'","crc":"([0-9a-f]{8})"\}')
+_TAIL_BYTES = len(b'","crc":"12345678"}')
 
 
 class DamagedLine(ValueError):
@@ -111,6 +125,10 @@ def parse_frame(line: bytes) -> Frame:
     Only the exact bytes ``encode_frame`` writes are accepted, so there is one
     encoding per record and nothing else can hide in a line.
     """
+    if (fast := split_record(line, len(line))) is not None:
+        return Frame(seq=fast[0], blob=fast[1])
+    # Anything else (a header, or a line that is damaged): the step-by-step checks below
+    # accept the same record lines and name what is wrong with the others.
     m = _CRC_RE.fullmatch(line)
     if m is None:
         raise DamagedLine("not a log line")
@@ -130,6 +148,38 @@ def parse_frame(line: bytes) -> Frame:
     if base64.b64encode(blob) != ct:
         raise DamagedLine("non-canonical base64")
     return Frame(seq=seq, blob=blob, generation=generation)
+
+
+def split_record(line: bytes, end: int) -> tuple[int, bytes] | None:
+    """``(seq, blob)`` if ``line[:end]`` is exactly a record envelope ``encode_frame`` writes,
+    with a matching CRC; None for anything else (``parse_frame`` then says what is wrong).
+
+    The fast path of ``parse_frame`` and of replay: no regex over the base64, no
+    ``Frame``, and ``end`` leaves a newline out without copying the line. It accepts
+    exactly the record lines ``parse_frame`` accepts (``_RECORD_BODY`` + CRC + canonical
+    base64) and returns the same seq and blob.
+    """
+    head = _RECORD_HEAD.match(line, 0, end)
+    tail_at = end - _TAIL_BYTES  # where the closing quote of "ct" must be
+    if head is None or head.end() > tail_at:
+        return None
+    tail = _RECORD_TAIL.fullmatch(line, tail_at, end)
+    if tail is None:
+        return None
+    # The CRC covers the body: the line up to its crc field, closed with "}".
+    if zlib.crc32(b"}", zlib.crc32(line[: tail_at + 1])) != int(tail[1], 16):
+        return None
+    ct = line[head.end() : tail_at]
+    try:
+        # strict: only the base64 alphabet, padding only at the end and exactly right.
+        blob = binascii.a2b_base64(ct, strict_mode=True)
+    except binascii.Error:
+        return None
+    # Canonical: the spare bits of the last character are zero (else another encoding of
+    # the same bytes would pass). Only the last 4-character group can have spare bits.
+    if blob and binascii.b2a_base64(blob[-(len(blob) % 3 or 3) :], newline=False) != ct[-4:]:
+        return None
+    return int(head[1]), blob
 
 
 def check_format(line: bytes) -> None:
@@ -188,6 +238,25 @@ class LogCodec:
         """Authenticate and decode a record. Raises ``InvalidTag`` / ``PayloadError``."""
         pt = self._sealer.open(frame.blob, record_aad(self.store_id, generation, frame.seq))
         return decode_entry(pt)
+
+    def open_record_head(self, generation: str, line: bytes, seq: int) -> tuple[Op, str] | None:
+        """Replay's light ``open_record``: ``(op, doc id)`` of the complete record line
+        ``line`` (with its newline) if it is record ``seq``, well formed, CRC-intact and
+        AUTHENTIC; None on anything else, and the caller reruns the strict checks
+        (``parse_frame`` + ``open_record``) to name the problem.
+
+        Authentication is never skipped: only the decoding is light (``decode_head``
+        reads the op and the id, not the text, dates or vectors). ``decode_entry`` still
+        checks the whole payload whenever the record is read.
+        """
+        parts = split_record(line, len(line) - 1)
+        if parts is None or parts[0] != seq:
+            return None
+        try:
+            pt = self._sealer.open(parts[1], record_aad(self.store_id, generation, seq))
+        except InvalidTag:
+            return None
+        return decode_head(pt)
 
     def encode_log(self, header: LogHeader, entries: list[Entry]) -> bytes:
         """A whole log file: header, then ``entries`` as seqs 1..N (for atomic rewrites)."""

@@ -5,9 +5,17 @@ Line format, AAD and why only ``seq`` is in the clear: see ``rag.framing``.
 Replay rules (on open):
 
 * Every complete line (ending in ``\\n``) is checked: envelope + CRC, seq = previous + 1,
-  AES-GCM authentication, payload decoding. Any failure raises ``CorruptStoreError``
-  (``TamperedRecordError`` when the CRC is fine but authentication fails) naming the file,
-  line and byte offset. Nothing is modified: fail closed, then ``rag.salvage`` on request.
+  AES-GCM authentication, and the op and id of its payload (all replay keeps). Any
+  failure raises ``CorruptStoreError`` (``TamperedRecordError`` when the CRC is fine but
+  authentication fails) naming the file, line and byte offset. Nothing is modified: fail
+  closed, then ``rag.salvage`` on request. The rest of an authentic payload (text, dates,
+  vectors) is decoded, and a bad one reported with its line and offset, when the record
+  is read; ``agentzero store verify`` decodes every record whole.
+* The replay catalog (``rag.catalog``, a disposable derived file) lets an open skip the
+  lines it covers: it is trusted only if authentic, of this store and generation, and
+  the sha256 of the covered bytes still matches, i.e. they are byte for byte the lines
+  that were checked when it was written (and each is authenticated again when read).
+  Any doubt → the whole file is replayed as above, so damage is still named precisely.
 * Bytes after the last newline are a torn append (we write ``line + \\n`` in one write, and
   a crash loses a suffix of it). They were never acknowledged: they are cut off with a
   ``TornTailWarning`` and every record before them survives.
@@ -57,6 +65,8 @@ from agentzero_store.fileio import (
 )
 from agentzero_store.keys import StoreKeys
 
+from . import catalog
+from .catalog import CatalogFile
 from .framing import LogCodec, new_generation
 from .log_read import LogReader
 from .log_write import acquire_writer_lock, encode_batch
@@ -90,6 +100,8 @@ class DocumentLog(LogReader):
         self._file: AppendFile | None = None
         self._broken = False
         self._size = 0  # end of the last good line
+        self._catalog = CatalogFile(path, keys, io)
+        self._covered = 0  # records the catalog on disk covers
 
     @classmethod
     def open(
@@ -149,8 +161,10 @@ class DocumentLog(LogReader):
         """Replay the whole file into memory (ids and offsets only; texts stay on disk)."""
         with translate_os_errors("opening", self.path):
             self._rfd = os.open(self.path, os.O_RDONLY)
-        with open(self._rfd, "rb", closefd=False) as f:
-            state = replay(f, self._checker)
+        fd = self._rfd
+        with open(fd, "rb", closefd=False) as f:
+            # The catalog (if valid for these exact bytes) spares replaying what it covers.
+            state = replay(f, self._checker, resume=lambda gen, at: self._catalog.load(fd, gen, at))
         if not self.readonly:
             self._file = AppendFile(self.path, io=self._io)
             if state.torn is not None:
@@ -167,6 +181,7 @@ class DocumentLog(LogReader):
         self._header, self._slots, self._live = state.header, state.slots, state.live
         self._prev, self._prev_last = [], {}
         self._size = state.size
+        self._covered = state.covered
 
     # ----------------------------------------------------------------- writes
 
@@ -246,7 +261,15 @@ class DocumentLog(LogReader):
         """
         with self._mutex:
             self._check_writable()
-            entries = [self._read_entry(seq) for seq in sorted(self._live.values())]
+            # Read (and fully decode) EVERY record, not only the live ones: replay decoded
+            # just the op and id, and a record that compaction drops must not take an
+            # undecodable payload with it unreported.
+            live = set(self._live.values())
+            entries = []
+            for seq in range(1, self.seq + 1):
+                entry = self._read_entry(seq)
+                if seq in live:
+                    entries.append(entry)
             header = LogHeader(new_generation(), self._clock(), "compact")
             atomic_write(self.path, self._codec.encode_log(header, entries), io=self._io)
             # Our descriptors point at the replaced file: reopen and replay the new one.
@@ -279,8 +302,25 @@ class DocumentLog(LogReader):
                 os.close(self._rfd)
             self._rfd = None
 
+    def _save_catalog(self) -> None:
+        # Only a healthy read-write log that still holds its lock (no other writer can
+        # append meanwhile), and only when enough is new: else replaying is cheaper.
+        if self.readonly or self._broken or self._closed or self._header is None:
+            return
+        if self._rfd is None or self.seq - self._covered < catalog.MIN_NEW_RECORDS:
+            return
+        try:
+            self._catalog.save(self._rfd, self.generation, self._slots, self._size)
+        except Exception as exc:  # a derived file: failing to write it loses nothing
+            logger.warning("could not write the replay catalog of %s: %s", self.path, exc)
+        else:
+            self._covered = self.seq
+
     def close(self) -> None:
-        """Close the files and release the writer lock. Idempotent."""
+        """Save the replay catalog if worth it, close the files and release the writer
+        lock. Idempotent."""
+        with self._mutex:
+            self._save_catalog()
         self._close_files()
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):

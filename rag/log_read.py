@@ -18,7 +18,7 @@ from agentzero_store.fileio import translate_os_errors
 
 from .framing import LogCodec, RawLine
 from .records import Change, DocumentRecord, Entry, LogHeader, StaleFeedError
-from .replay import LineChecker, Slot
+from .replay import LineChecker, Slot, op_of
 
 
 class LogReader:
@@ -163,9 +163,13 @@ class LogReader:
             assert self._rfd is not None
             data = os.pread(self._rfd, slot.length + 1, slot.offset)
         raw = RawLine(seq + 1, slot.offset, data[:-1], data.endswith(b"\n"))
-        entry = self._checker.record(raw, self.generation, expected_seq=seq)
-        if entry.id != slot.doc_id:
-            what = "record changed on disk since it was replayed"
+        entry = self._checker.entry(raw, self.generation, seq)
+        if entry.id != slot.doc_id or op_of(entry) != slot.op:
+            # Authentic but not what replay read from it: the file was replaced since
+            # (e.g. restored from a backup), or a payload whose head says something else
+            # than its whole (a repeated "id" or "op" key: only a writer with the key
+            # can make one, and ours never does).
+            what = "record changed on disk since it was replayed, or its payload is ambiguous"
             raise self._checker.error(TamperedRecordError, what, raw)
         return entry
 

@@ -34,8 +34,9 @@ class LogCheck:
 
 
 def _replay_fd(fd: int, path: Path, keys: StoreKeys) -> Replayed:
+    # full=True: verify and backup decode every record whole, not just what an open keeps.
     with open(fd, "rb", closefd=False) as f:
-        return replay(f, LineChecker(path, LogCodec(keys)))
+        return replay(f, LineChecker(path, LogCodec(keys)), full=True)
 
 
 def check_log(path: Path, keys: StoreKeys) -> LogCheck:

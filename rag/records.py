@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -363,6 +364,32 @@ def decode_entry(data: bytes) -> Entry:
     if op == "delete" and set(obj) == _DELETE_KEYS:
         return Tombstone(id=doc_id, deleted_at=_dt(obj, "deleted_at"))
     raise PayloadError(f"unknown or malformed record (op {op!r})")
+
+
+# How every payload encode_entry writes begins: the version, the op, then the id (a JSON
+# string without escapes; any other id, or another key order, goes to decode_entry).
+_HEAD = re.compile(
+    rb'\{"v":%d,"op":"(upsert|delete)","id":"([^"\\\x00-\x1f]+)","' % PAYLOAD_VERSION
+)
+
+
+def decode_head(data: bytes) -> tuple[Op, str] | None:
+    """``(op, id)`` read from the start of an authentic payload, or None: then ask
+    ``decode_entry`` (which decodes it whole, or says what is wrong with it).
+
+    Replay keeps nothing else, and this is ~20x cheaper than ``decode_entry``. It does
+    NOT check the rest of the payload (the text, the dates, unknown keys, even that it
+    is valid JSON): such a record is reported by ``decode_entry`` when it is read, and
+    by ``agentzero store verify``, which decodes every record in full.
+    """
+    m = _HEAD.match(data)
+    if m is None:
+        return None
+    try:
+        doc_id = m[2].decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # json.loads would read it with surrogatepass: leave it to decode_entry
+    return ("upsert" if m[1] == b"upsert" else "delete"), doc_id
 
 
 def decode_header(data: bytes, generation: str) -> LogHeader:

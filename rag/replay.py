@@ -4,19 +4,26 @@ Shared by ``DocumentLog`` (on open, after compaction, and on every lazy read). S
 design: the first line that is damaged (CRC), out of sequence, or not authentic raises a
 ``CorruptStoreError`` / ``TamperedRecordError`` naming the file, line and byte offset.
 ``rag.salvage`` is the lenient reader.
+
+Light by default: replay keeps only ``Slot(offset, length, op, doc_id)`` and the live map,
+so it authenticates every line but decodes only the op and id of each payload
+(``LogCodec.open_record_head``); building whole ``DocumentRecord`` objects was most of
+the cost of an open. Reads decode the whole payload (``LineChecker.entry``), and
+``replay(..., full=True)`` (verify, backup) decodes every record.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, Protocol
 
 from cryptography.exceptions import InvalidTag
 
 from agentzero_store.errors import CorruptStoreError, TamperedRecordError
 
-from .framing import DamagedLine, LogCodec, RawLine, check_format, iter_raw_lines, parse_frame
+from .framing import DamagedLine, LogCodec, RawLine, check_format, parse_frame
 from .records import DocumentRecord, Entry, LogHeader, Op, PayloadError
 
 SALVAGE_HINT = (
@@ -71,7 +78,27 @@ class LineChecker:
         except PayloadError as exc:
             raise self.error(CorruptStoreError, f"undecodable header ({exc})", raw) from None
 
-    def record(self, raw: RawLine, generation: str, *, expected_seq: int) -> Entry:
+    def record_head(
+        self, line: bytes, offset: int, generation: str, *, expected_seq: int
+    ) -> tuple[Op, str]:
+        """``(op, doc id)`` of one complete record line (``line`` ends in its newline,
+        starts at byte ``offset``): authenticated, but only the head of the payload is
+        decoded. Any line the fast path does not take is checked by ``entry`` instead,
+        which opens it whole or raises the precise error."""
+        got = self.codec.open_record_head(generation, line, expected_seq)
+        if got is not None:
+            return got
+        entry = self.entry(_raw(expected_seq + 1, offset, line), generation, expected_seq)
+        return op_of(entry), entry.id
+
+    def record(
+        self, line: bytes, offset: int, generation: str, *, expected_seq: int
+    ) -> tuple[Op, str]:
+        """``record_head``, but the whole payload is decoded (``store verify``)."""
+        entry = self.entry(_raw(expected_seq + 1, offset, line), generation, expected_seq)
+        return op_of(entry), entry.id
+
+    def entry(self, raw: RawLine, generation: str, expected_seq: int) -> Entry:
         """Check and open one record line that must carry ``expected_seq``."""
         try:
             frame = parse_frame(raw.data)
@@ -104,6 +131,22 @@ class Replayed:
     live: dict[str, int]  # doc id -> seq of its live version, in last-write order
     size: int  # end of the last good line: where the next append goes
     torn: RawLine | None  # bytes after the last newline (an interrupted append)
+    covered: int = 0  # records taken from a catalog (rag.catalog) instead of replayed
+
+
+class Resumable(Protocol):
+    """What ``replay`` may resume from: slots of records 1..N and the byte they end at."""
+
+    @property
+    def slots(self) -> list[Slot]: ...
+
+    @property
+    def size(self) -> int: ...
+
+
+def op_of(entry: Entry) -> Op:
+    """The op of the record that holds ``entry``."""
+    return "upsert" if isinstance(entry, DocumentRecord) else "delete"
 
 
 def apply_change(live: dict[str, int], op: Op, doc_id: str, seq: int) -> None:
@@ -113,11 +156,26 @@ def apply_change(live: dict[str, int], op: Op, doc_id: str, seq: int) -> None:
         live[doc_id] = seq
 
 
-def replay(f: BinaryIO, checker: LineChecker) -> Replayed:
-    """Read a whole log; raises on any damaged, foreign or out-of-order complete line."""
-    lines = iter_raw_lines(f)
-    first = next(lines, None)
-    if first is None:
+def replay(
+    f: BinaryIO,
+    checker: LineChecker,
+    *,
+    full: bool = False,
+    resume: Callable[[str, int], Resumable | None] | None = None,
+) -> Replayed:
+    """Read a whole log; raises on any damaged, foreign or out-of-order complete line.
+
+    Every complete line is checked as strictly either way (envelope, CRC, seq, AES-GCM
+    with its AAD). ``full=False`` (opening a log) decodes only the op and the id of each
+    payload, which is all replay keeps; the rest of a record is decoded, and checked,
+    whenever it is read. ``full=True`` (``store verify``) decodes every record whole.
+
+    ``resume(generation, header_end)`` may return a verified catalog of the first N
+    records (``rag.catalog``, which checks they are these bytes of this generation);
+    then only the lines after it are read. The header is always read and authenticated.
+    """
+    first_line = f.readline()
+    if not first_line:
         raise CorruptStoreError(
             "the document log is empty (no header)",
             path=checker.path,
@@ -125,15 +183,32 @@ def replay(f: BinaryIO, checker: LineChecker) -> Replayed:
             offset=0,
             hint=SALVAGE_HINT,
         )
+    first = _raw(1, 0, first_line)
     header = checker.header(first)
     state = Replayed(header, [], {}, first.end, None)
-    for raw in lines:
-        if not raw.complete:
-            state.torn = raw  # necessarily the last line: nothing follows it
+    check = checker.record if full else checker.record_head
+    slots, live, generation = state.slots, state.live, header.generation
+    offset = state.size
+    start = resume(generation, offset) if resume is not None else None
+    if start is not None:
+        slots.extend(start.slots)
+        for seq, slot in enumerate(slots, 1):
+            apply_change(live, slot.op, slot.doc_id, seq)
+        state.covered, offset = len(slots), start.size
+        f.seek(offset)
+    for line in f:
+        seq = len(slots) + 1
+        if line[-1:] != b"\n":
+            state.torn = _raw(seq + 1, offset, line)  # necessarily the last line
             break
-        entry = checker.record(raw, header.generation, expected_seq=len(state.slots) + 1)
-        op: Op = "upsert" if isinstance(entry, DocumentRecord) else "delete"
-        state.slots.append(Slot(raw.offset, len(raw.data), op, entry.id))
-        apply_change(state.live, op, entry.id, len(state.slots))
-        state.size = raw.end
+        op, doc_id = check(line, offset, generation, expected_seq=seq)
+        slots.append(Slot(offset, len(line) - 1, op, doc_id))
+        apply_change(live, op, doc_id, seq)
+        offset += len(line)
+    state.size = offset
     return state
+
+
+def _raw(lineno: int, offset: int, line: bytes) -> RawLine:
+    complete = line.endswith(b"\n")
+    return RawLine(lineno, offset, line[:-1] if complete else line, complete)
