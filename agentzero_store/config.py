@@ -80,6 +80,11 @@ class Layout:
         return self.rag_dir / "index.jsonl"
 
     @property
+    def rag_catalog(self) -> Path:
+        """Sealed snapshot of the log's replay state (derived: an open may skip it)."""
+        return self.rag_dir / "index.jsonl.catalog"
+
+    @property
     def rag_tantivy(self) -> Path:
         """Tantivy (BM25) sidecar directory over document chunks."""
         return self.rag_dir / "index.jsonl.tantivy"

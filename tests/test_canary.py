@@ -82,9 +82,12 @@ while True:
 @pytest.mark.crash
 @pytest.mark.parametrize("terms", ["blinded", "sealed"])  # both BM25 modes of the documents
 def test_canaries_never_reach_disk(
-    data_dir: Path, caplog: pytest.LogCaptureFixture, terms: str
+    data_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, terms: str
 ) -> None:
+    import rag.catalog
+
     caplog.set_level(logging.DEBUG)
+    monkeypatch.setattr(rag.catalog, "MIN_NEW_RECORDS", 1)  # every close writes a catalog
     cfg = replace(FAST, bm25_terms=terms)
     rng = np.random.default_rng(7)
     words: list[str] = []
@@ -131,6 +134,7 @@ def test_canaries_never_reach_disk(
         DocumentStore.open(data_dir, key=KEY, config=cfg) as docs,
     ):
         assert docs.query(words[-1], 1)[0].id == words[-1] or len(words) % 2
+    assert (data_dir / "rag" / "index.jsonl.catalog").stat().st_size > 0  # scanned too
     backup = data_dir.parent / "backup"
     backup_store(data_dir, Credential.from_key(KEY), backup)
     assert (backup / "memory.db").stat().st_size > 0

@@ -172,6 +172,8 @@ def _rekey_memory(path: Path, old: StoreKeys, new: StoreKeys) -> bool:
 def _drop_sidecar_checkpoints(layout: Layout, io: FileIO) -> int:
     """Step 4. Checkpoints sealed with the old sidecar subkey go; the next open rebuilds."""
     n = 0
+    if layout.rag_catalog.exists():  # sealed under the old key: ignored by now, so drop it
+        io.unlink(layout.rag_catalog)
     for d in (layout.memory_hnsw, layout.rag_tantivy, layout.rag_hnsw):
         if not d.is_dir():
             continue  # the directory stays: its presence is what enables an index

@@ -73,6 +73,22 @@ def test_rotate_changes_every_key_and_keeps_every_answer(populated: Path) -> Non
     assert answers(populated) == before
 
 
+def test_rotate_drops_the_log_catalog_sealed_under_the_old_key(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rag.catalog
+    from rag import DocumentStore
+
+    monkeypatch.setattr(rag.catalog, "MIN_NEW_RECORDS", 1)
+    DocumentStore.open(populated, passphrase=PASSPHRASE, config=FAST).close()
+    catalog = Layout(populated).rag_catalog
+    assert catalog.exists() and catalog == rag.catalog.catalog_path(Layout(populated).rag_log)
+    before = answers(populated)
+    rotate_keys(populated, CRED)
+    assert not catalog.exists()
+    assert answers(populated) == before
+
+
 STEPS = ["_rekey_memory", "reseal_log", "_drop_sidecar_checkpoints", "_commit"]
 
 
