@@ -135,10 +135,10 @@ class Upsert:
         _check_id(self.id)
         if not isinstance(self.text, str):
             raise InvalidArgumentError("document text must be a string")
-        for name in ("title", "source_path"):
-            v = getattr(self, name)
-            if v is not None and not isinstance(v, str):
-                raise InvalidArgumentError(f"{name} must be a string or None")
+        if self.title is not None and not isinstance(self.title, str):
+            raise InvalidArgumentError("title must be a string or None")
+        if self.source_path is not None and not isinstance(self.source_path, str):
+            raise InvalidArgumentError("source_path must be a string or None")
         object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
 
 
