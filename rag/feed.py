@@ -157,28 +157,32 @@ class ChunkFeed(Generic[P]):
     def changes_since(self, seq: int, limit: int) -> Sequence[Change[P]]:
         """Chunk changes after ``seq``; whole log records only (never half a record's)."""
         out: list[Change[P]] = []
-        log = self.log
+        log, cache, payload = self.log, self._cache, self._payload
         # One generation for the whole pass: log.changes_since raises StaleFeedError
         # before it yields a change of another generation.
         generation = log.generation
-        for ch in log.changes_since(seq, self._cache.records_of(generation)):
+        for ch in log.changes_since(seq, cache.records_of(generation)):
+            at, record = ch.seq, ch.record
             before = len(out)
-            prev = log.previous_version(ch.seq)
+            prev = log.previous_version(at)
             if prev is not None:
-                base = prev << CHUNK_BITS
+                base = prev << CHUNK_BITS  # chunk_key(prev, index) = base | index
                 out += [
-                    Change(ch.seq, "delete", base | c.index, None)
-                    for c in self._cache.get(prev, None, generation)
+                    Change(at, "delete", base | c.index, None)
+                    for c in cache.get(prev, None, generation)
                 ]
-            if ch.record is not None:
+            if record is not None:
+                chunks = cache.get(at, record, generation)
+                base = at << CHUNK_BITS
                 out += [
-                    Change(ch.seq, "insert", k, p)
-                    for k, p in self._inserts(ch.seq, ch.record, generation)
+                    Change(at, "insert", base | c.index, p)
+                    for c, p in zip(chunks, payload(record, chunks), strict=True)
+                    if p is not None
                 ]
             if len(out) == before:
                 # A record with no chunk to change (an empty text) must still move the
                 # sidecar past its seq: a delete of a key that never exists is a no-op.
-                out.append(Change(ch.seq, "delete", chunk_key(ch.seq, MAX_CHUNKS - 1), None))
+                out.append(Change(at, "delete", chunk_key(at, MAX_CHUNKS - 1), None))
             if len(out) >= limit:
                 break
         return out

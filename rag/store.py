@@ -214,7 +214,7 @@ class DocumentStore:
                 results[i] = IngestResult(d.id, None, len(chunks), False)
             else:
                 todo.append((i, d, chunks))
-        vectors = self._embed([(d, c) for _, d, c in todo])  # slow: outside the writer role
+        vectors = self._embed(todo)  # slow: outside the writer role
         with self._writer():
             changes = doclog.append_many(
                 [
@@ -249,18 +249,20 @@ class DocumentStore:
             self.embedder is None or vectors_fit(current, self.embedder, self.chunking)
         )
 
-    def _embed(self, todo: Sequence[tuple[DocInput, list[Chunk]]]) -> list[ChunkVectors | None]:
+    def _embed(
+        self, todo: Sequence[tuple[int, DocInput, list[Chunk]]]
+    ) -> list[ChunkVectors | None]:
         if self.embedder is None or not todo:
             return [None] * len(todo)
         texts = [
-            f"{d.title}\n{c.text}" if d.title else c.text for d, chunks in todo for c in chunks
+            f"{d.title}\n{c.text}" if d.title else c.text for _, d, chunks in todo for c in chunks
         ]
         matrix = np.ascontiguousarray(self.embedder.embed(texts), dtype=np.float32)
         dim = self.embedder.dimension
         matrix = np.stack([as_vector(row, dim) for row in matrix]) if len(matrix) else matrix
         out: list[ChunkVectors | None] = []
         row = 0
-        for _, chunks in todo:
+        for _, _, chunks in todo:
             block = matrix[row : row + len(chunks)]
             row += len(chunks)
             out.append(ChunkVectors(self.embedder.model_id, dim, self.chunking.id, block.tobytes()))
