@@ -47,6 +47,7 @@ _b64 = binascii.b2a_base64
 _crc32 = zlib.crc32
 assert NONCE_BYTES % 3 == 0  # record_lines encodes the nonces apart from the ciphertexts
 _NONCE_B64 = NONCE_BYTES // 3 * 4
+_SEAL_BATCH = 1_024  # records sealed per record_lines call when a whole log is written
 
 FORMAT = "agentzero-doclog/1"
 FORMAT_PREFIX = "agentzero-doclog/"
@@ -223,7 +224,8 @@ class LogCodec:
     def encode_log(self, header: LogHeader, entries: list[Entry]) -> bytes:
         """A whole log file: header, then ``entries`` as seqs 1..N (for atomic rewrites)."""
         parts = [self.header_line(header)]
-        parts += [self.record_line(header.generation, i, e) for i, e in enumerate(entries, 1)]
+        for i in range(0, len(entries), _SEAL_BATCH):  # bounded: payloads live per slice
+            parts += self.record_lines(header.generation, i + 1, entries[i : i + _SEAL_BATCH])
         return b"".join(parts)
 
 

@@ -16,6 +16,7 @@ from rag.records import (
     PAYLOAD_VERSION,
     DocumentRecord,
     Entry,
+    LogHeader,
     Tombstone,
     Upsert,
     _dumps,
@@ -112,3 +113,16 @@ def test_record_of_upsert_is_the_constructed_record(
     assert encode_entry(got) == encode_entry(made)
     with pytest.raises(AttributeError):
         got.text = "changed"  # type: ignore[misc]
+
+
+def test_encode_log_numbers_records_across_seal_batches() -> None:
+    codec = LogCodec(StoreKeys(store_id="s" * 32, master=bytes(32)))
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    header = LogHeader("0a" * 16, now, "compact")
+    entries: list[Entry] = [Tombstone(f"d{i}", now) for i in range(2_050)]  # > 2 slices
+    lines = codec.encode_log(header, entries).splitlines()
+    assert len(lines) == 1 + len(entries)
+    assert codec.open_header(parse_frame(lines[0])) == header
+    for seq, (line, entry) in enumerate(zip(lines[1:], entries, strict=True), 1):
+        frame = parse_frame(line)
+        assert frame.seq == seq and codec.open_record("0a" * 16, frame) == entry
