@@ -52,8 +52,8 @@ class Sealer:
         blob ``i`` (what ``seal`` would return) is
         ``nonces[NONCE_BYTES * i : NONCE_BYTES * (i + 1)] + cts[i]``. Every plaintext is
         still sealed and authenticated on its own; only the draw from the OS random
-        source is batched (one call for all the nonces instead of one per record: the
-        call, not the bytes, is what costs at ~1 µs per short record).
+        source is batched: one ``getrandom`` system call for all the nonces instead of
+        one per record, which cost as much as the encryption of a short record.
         """
         if len(plaintexts) != len(aads):
             raise ValueError("one associated data per plaintext")
