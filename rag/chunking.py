@@ -91,9 +91,18 @@ def chunk_text(text: str, params: ChunkParams = DEFAULT_PARAMS) -> list[Chunk]:
     """Cut ``text`` into overlapping chunks (see the module docstring for the guarantees)."""
     if not isinstance(text, str):
         raise InvalidArgumentError("text must be a string")
-    if len(text) <= params.max_chars and (span := _SPAN.search(text)) is not None:
-        first, end = span.span()
-        if _more_words(params.max_words).match(text, first) is None:
+    if len(text) <= params.max_chars:
+        if text and not text[0].isspace() and not text[-1].isspace():
+            first, end = 0, len(text)  # (str.isspace is what \s and \S of re test)
+        elif (span := _SPAN.search(text)) is not None:
+            first, end = span.span()
+        else:
+            return []  # no word at all
+        # n words take at least 2n - 1 characters, so a span shorter than
+        # 2 * max_words + 1 cannot hold more than max_words words: no need to count.
+        if end - first <= 2 * params.max_words or (
+            _more_words(params.max_words).match(text, first) is None
+        ):
             # The whole text fits one chunk (no more than max_words words, no more than
             # max_chars characters): what the loop below would cut, without its steps.
             return [Chunk(0, first, end, text[first:end])]

@@ -11,7 +11,7 @@ of chunking, every sidecar checkpoint stops matching and is rebuilt.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 from agentzero_store.errors import InvalidArgumentError
@@ -69,25 +69,42 @@ class ChunkCache:
 
     def put(self, seq: int, chunks: list[Chunk], record: DocumentRecord | None = None) -> None:
         """Remember the chunks (and, until the next catch-up, the record) written at ``seq``."""
-        key = (self.log.generation, seq)
-        self._items[key] = chunks
-        self._items.move_to_end(key)
-        while len(self._items) > self._size:
-            self._items.popitem(last=False)
-        if record is not None:
-            self._records[key] = record
+        self.put_many([(seq, chunks, record)])
+
+    def put_many(self, items: Iterable[tuple[int, list[Chunk], DocumentRecord | None]]) -> None:
+        """``put`` of each ``(seq, chunks, record)`` (one ingest batch)."""
+        generation, cache, records = self.log.generation, self._items, self._records
+        for seq, chunks, record in items:
+            key = (generation, seq)
+            if key in cache:
+                cache.move_to_end(key)
+            cache[key] = chunks
+            if record is not None:
+                records[key] = record
+        while len(cache) > self._size:
+            cache.popitem(last=False)
 
     def record(self, seq: int) -> DocumentRecord | None:
         """The record this process wrote at ``seq``, if it is still held (else None)."""
         return self._records.get((self.log.generation, seq))
 
+    def records_of(self, generation: str) -> Callable[[int], DocumentRecord | None]:
+        """``record`` for one pass over ``generation`` (looked up once, not per record)."""
+        records = self._records
+        return lambda seq: records.get((generation, seq))
+
     def forget_records(self) -> None:
         """Drop the written records: every sidecar has caught up past them."""
         self._records.clear()
 
-    def get(self, seq: int, record: DocumentRecord | None = None) -> list[Chunk]:
-        """The chunks of the version at ``seq`` (cut from ``record``, or re-read, if unknown)."""
-        key = (self.log.generation, seq)
+    def get(
+        self, seq: int, record: DocumentRecord | None = None, generation: str | None = None
+    ) -> list[Chunk]:
+        """The chunks of the version at ``seq`` (cut from ``record``, or re-read, if unknown).
+
+        ``generation``: the log's current generation, if the caller has it at hand.
+        """
+        key = (generation or self.log.generation, seq)
         chunks = self._items.get(key)
         if chunks is None:
             if record is None:
@@ -127,32 +144,45 @@ class ChunkFeed(Generic[P]):
         """The chunks of the version written at ``seq`` (cached; else the text is re-read)."""
         return self._cache.get(seq)
 
-    def _inserts(self, seq: int, record: DocumentRecord) -> list[tuple[int, P]]:
-        chunks = self._cache.get(seq, record)
+    def _inserts(
+        self, seq: int, record: DocumentRecord, generation: str | None = None
+    ) -> list[tuple[int, P]]:
+        chunks = self._cache.get(seq, record, generation)
         payloads = self._payload(record, chunks)
+        base = seq << CHUNK_BITS  # chunk_key(seq, index) = base | index
         return [
-            (chunk_key(seq, c.index), p)
-            for c, p in zip(chunks, payloads, strict=True)
-            if p is not None
+            (base | c.index, p) for c, p in zip(chunks, payloads, strict=True) if p is not None
         ]
 
     def changes_since(self, seq: int, limit: int) -> Sequence[Change[P]]:
         """Chunk changes after ``seq``; whole log records only (never half a record's)."""
         out: list[Change[P]] = []
-        for ch in self.log.changes_since(seq, self._cache.record):
+        log, cache, payload = self.log, self._cache, self._payload
+        # One generation for the whole pass: log.changes_since raises StaleFeedError
+        # before it yields a change of another generation.
+        generation = log.generation
+        for ch in log.changes_since(seq, cache.records_of(generation)):
+            at, record = ch.seq, ch.record
             before = len(out)
-            prev = self.log.previous_version(ch.seq)
+            prev = log.previous_version(at)
             if prev is not None:
+                base = prev << CHUNK_BITS  # chunk_key(prev, index) = base | index
                 out += [
-                    Change(ch.seq, "delete", chunk_key(prev, c.index), None)
-                    for c in self.chunks_of(prev)
+                    Change(at, "delete", base | c.index, None)
+                    for c in cache.get(prev, None, generation)
                 ]
-            if ch.record is not None:
-                out += [Change(ch.seq, "insert", k, p) for k, p in self._inserts(ch.seq, ch.record)]
+            if record is not None:
+                chunks = cache.get(at, record, generation)
+                base = at << CHUNK_BITS
+                out += [
+                    Change(at, "insert", base | c.index, p)
+                    for c, p in zip(chunks, payload(record, chunks), strict=True)
+                    if p is not None
+                ]
             if len(out) == before:
                 # A record with no chunk to change (an empty text) must still move the
                 # sidecar past its seq: a delete of a key that never exists is a no-op.
-                out.append(Change(ch.seq, "delete", chunk_key(ch.seq, MAX_CHUNKS - 1), None))
+                out.append(Change(at, "delete", chunk_key(at, MAX_CHUNKS - 1), None))
             if len(out) >= limit:
                 break
         return out
@@ -160,8 +190,9 @@ class ChunkFeed(Generic[P]):
     def snapshot(self, batch: int) -> Iterator[Sequence[tuple[int, P]]]:
         """Every chunk of every live document, in batches."""
         items: list[tuple[int, P]] = []
+        generation = self.log.generation  # iter_live raises if it changes under us
         for seq, record in self.log.iter_live():
-            items += self._inserts(seq, record)
+            items += self._inserts(seq, record, generation)
             if len(items) >= batch:
                 yield items
                 items = []

@@ -37,7 +37,7 @@ from typing import BinaryIO
 
 from cryptography.exceptions import InvalidTag
 
-from agentzero_store.crypto import Sealer
+from agentzero_store.crypto import NONCE_BYTES, Sealer
 from agentzero_store.errors import SchemaVersionError
 from agentzero_store.keys import StoreKeys
 
@@ -51,6 +51,12 @@ from .records import (
     encode_entry,
     encode_header,
 )
+
+_b64 = binascii.b2a_base64
+_crc32 = zlib.crc32
+assert NONCE_BYTES % 3 == 0  # record_lines encodes the nonces apart from the ciphertexts
+_NONCE_B64 = NONCE_BYTES // 3 * 4
+_SEAL_BATCH = 1_024  # records sealed per record_lines call when a whole log is written
 
 FORMAT = "agentzero-doclog/1"
 FORMAT_PREFIX = "agentzero-doclog/"
@@ -83,7 +89,11 @@ def new_generation() -> str:
 
 def record_aad(store_id: str, generation: str, seq: int) -> bytes:
     """Associated data of record ``seq``: binds the store, the log generation and the position."""
-    return f"{FORMAT}|record|{store_id}|{generation}|{seq}".encode()
+    return b"%s%d" % (_record_aad_prefix(store_id, generation), seq)
+
+
+def _record_aad_prefix(store_id: str, generation: str) -> bytes:
+    return f"{FORMAT}|record|{store_id}|{generation}|".encode()
 
 
 def header_aad(store_id: str, generation: str) -> bytes:
@@ -222,10 +232,32 @@ class LogCodec:
 
     def record_line(self, generation: str, seq: int, entry: Entry) -> bytes:
         """A complete record line (with newline)."""
-        blob = self._sealer.seal(encode_entry(entry), record_aad(self.store_id, generation, seq))
-        # encode_frame's record envelope, inlined: no Frame object per record.
-        body = b'{"seq":%d,"ct":"%s"}' % (seq, base64.b64encode(blob))
-        return body[:-1] + b',"crc":"%08x"}\n' % zlib.crc32(body)
+        return self.record_lines(generation, seq, [entry])[0]
+
+    def record_lines(self, generation: str, first_seq: int, entries: list[Entry]) -> list[bytes]:
+        """Complete record lines (with newline) of ``entries`` as seqs ``first_seq``, +1, ...
+
+        Each record is sealed on its own (its own nonce and tag, an AAD naming its seq)
+        and framed exactly as ``encode_frame`` does; only the per-batch work (the nonce
+        draw, the AAD prefix) is done once.
+        """
+        # record_aad(store_id, generation, seq), with its constant part formatted once.
+        prefix = _record_aad_prefix(self.store_id, generation)
+        seqs = range(first_seq, first_seq + len(entries))
+        nonces, cts = self._sealer.seal_many(
+            [encode_entry(e) for e in entries], [b"%s%d" % (prefix, seq) for seq in seqs]
+        )
+        # A sealed blob is nonce || ct. Nonces are a multiple of 3 bytes, so base64 of the
+        # blob is base64 of the nonce (no padding) followed by base64 of ct: the nonces
+        # are encoded in one call for the whole batch.
+        n64 = _b64(nonces, newline=False)
+        lines = []
+        for i, seq, ct in zip(range(0, len(n64), _NONCE_B64), seqs, cts, strict=True):
+            # encode_frame's record envelope, inlined: body = head + b'"}', and the line
+            # is the body with the CRC-32 of the body added as its last member.
+            head = b'{"seq":%d,"ct":"%s%s' % (seq, n64[i : i + _NONCE_B64], _b64(ct, newline=False))
+            lines.append(b'%s","crc":"%08x"}\n' % (head, _crc32(b'"}', _crc32(head))))
+        return lines
 
     def open_header(self, frame: Frame) -> LogHeader:
         """Authenticate and decode a header. Raises ``InvalidTag`` / ``PayloadError``."""
@@ -261,7 +293,8 @@ class LogCodec:
     def encode_log(self, header: LogHeader, entries: list[Entry]) -> bytes:
         """A whole log file: header, then ``entries`` as seqs 1..N (for atomic rewrites)."""
         parts = [self.header_line(header)]
-        parts += [self.record_line(header.generation, i, e) for i, e in enumerate(entries, 1)]
+        for i in range(0, len(entries), _SEAL_BATCH):  # bounded: payloads live per slice
+            parts += self.record_lines(header.generation, i + 1, entries[i : i + _SEAL_BATCH])
         return b"".join(parts)
 
 

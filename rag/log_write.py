@@ -19,7 +19,7 @@ from agentzero_store.errors import InvalidArgumentError, StoreLockedError
 from agentzero_store.fileio import FileIO, translate_os_errors
 
 from .framing import LogCodec
-from .records import Change, Delete, DocumentRecord, Entry, Op, Tombstone, Upsert, content_hash
+from .records import Change, Delete, DocumentRecord, Entry, Tombstone, Upsert, content_hash
 from .replay import Slot
 
 
@@ -72,42 +72,40 @@ def encode_batch(
     the effect of earlier ones in the same batch.
     """
     batch: dict[str, datetime | None] = {}  # id -> created_at, None = deleted
-    lines: list[bytes] = []
-    slots: list[Slot] = []
+    entries: list[Entry] = []
+    written: list[Change] = []  # the change of each entry, in seq order
     out: list[Change | None] = []
     for op in ops:
-        entry: Entry
+        change: Change
         if isinstance(op, Upsert):
-            created = (batch[op.id] if op.id in batch else stored_created_at(op.id)) or now
-            entry = DocumentRecord(
-                id=op.id,
-                text=op.text,
-                content_hash=content_hash(op.text),
-                created_at=created,
-                updated_at=now,
-                title=op.title,
-                source_path=op.source_path,
-                metadata=op.metadata,
-                vectors=op.vectors,
-            )
-            batch[op.id] = created
+            doc_id = op.id
+            if doc_id in batch:
+                created = batch[doc_id] or now
+            elif doc_id in live:
+                created = stored_created_at(doc_id) or now
+            else:
+                created = now  # a new document (skips a lookup per record)
+            record = DocumentRecord.of_upsert(op, content_hash(op.text), created, now)
+            batch[doc_id] = created
+            entries.append(record)
+            change = Change(seq + len(entries), "upsert", doc_id, record)
         elif isinstance(op, Delete):
-            if not (batch[op.id] is not None if op.id in batch else op.id in live):
+            doc_id = op.id
+            if not (batch[doc_id] is not None if doc_id in batch else doc_id in live):
                 out.append(None)
                 continue
-            entry = Tombstone(op.id, now)
-            batch[op.id] = None
+            batch[doc_id] = None
+            entries.append(Tombstone(doc_id, now))
+            change = Change(seq + len(entries), "delete", doc_id, None)
         else:
             raise InvalidArgumentError(f"not an Upsert or Delete: {type(op).__name__}")
-        record_seq = seq + len(slots) + 1
-        line = codec.record_line(generation, record_seq, entry)
-        kind: Op = "upsert" if isinstance(entry, DocumentRecord) else "delete"
-        slots.append(Slot(offset, len(line) - 1, kind, op.id))
-        lines.append(line)
+        written.append(change)
+        out.append(change)
+    lines = codec.record_lines(generation, seq + 1, entries) if entries else []
+    slots: list[Slot] = []
+    for line, change in zip(lines, written, strict=True):
+        slots.append(Slot(offset, len(line) - 1, change.op, change.doc_id))
         offset += len(line)
-        out.append(
-            Change(record_seq, kind, op.id, entry if isinstance(entry, DocumentRecord) else None)
-        )
     return EncodedBatch(b"".join(lines), slots, out, offset)
 
 

@@ -136,10 +136,10 @@ class Upsert:
         _check_id(self.id)
         if not isinstance(self.text, str):
             raise InvalidArgumentError("document text must be a string")
-        for name in ("title", "source_path"):
-            v = getattr(self, name)
-            if v is not None and not isinstance(v, str):
-                raise InvalidArgumentError(f"{name} must be a string or None")
+        if self.title is not None and not isinstance(self.title, str):
+            raise InvalidArgumentError("title must be a string or None")
+        if self.source_path is not None and not isinstance(self.source_path, str):
+            raise InvalidArgumentError("source_path must be a string or None")
         object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
 
 
@@ -169,6 +169,32 @@ class DocumentRecord:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
+
+    @classmethod
+    def of_upsert(
+        cls, op: Upsert, digest: str, created_at: datetime, updated_at: datetime
+    ) -> DocumentRecord:
+        """The version ``op`` writes: equal to ``DocumentRecord(op.id, op.text, digest,
+        created_at, updated_at, op.title, op.source_path, op.metadata, op.vectors)``.
+
+        Built without the dataclass ``__init__``: ``op`` was checked and its metadata
+        frozen when it was made, and the generated ``__init__`` of a frozen dataclass
+        sets each of the nine fields through ``object.__setattr__`` (about as long as
+        sealing a short record).
+        """
+        record = object.__new__(cls)
+        record.__dict__.update(
+            id=op.id,
+            text=op.text,
+            content_hash=digest,
+            created_at=created_at,
+            updated_at=updated_at,
+            title=op.title,
+            source_path=op.source_path,
+            metadata=op.metadata,
+            vectors=op.vectors,
+        )
+        return record
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (datetimes as ISO 8601)."""
@@ -226,14 +252,11 @@ def _dumps(obj: Mapping[str, Any]) -> bytes:
 
 # The string encoder JSONEncoder(ensure_ascii=False) itself uses for keys and values.
 _json_str: Callable[[str], str] = json.encoder.encode_basestring
+# ISO 8601 timestamps are digits and "-:.+T" only: nothing to escape, quoted as they are.
 _UPSERT = (
-    '{"v":%d,"op":"upsert","id":%s,"text":%s,"content_hash":%s,"created_at":%s,'
-    '"updated_at":%s,"title":%s,"source_path":%s,"metadata":{}}'
+    '{"v":%d,"op":"upsert","id":%s,"text":%s,"content_hash":%s,"created_at":"%s",'
+    '"updated_at":"%s","title":%s,"source_path":%s,"metadata":{}}'
 )
-
-
-def _json_opt(value: str | None) -> str:
-    return "null" if value is None else _json_str(value)
 
 
 def encode_entry(entry: Entry) -> bytes:
@@ -249,10 +272,10 @@ def encode_entry(entry: Entry) -> bytes:
                     _json_str(entry.id),
                     _json_str(entry.text),
                     _json_str(entry.content_hash),
-                    _json_str(_iso(entry.created_at)),
-                    _json_str(_iso(entry.updated_at)),
-                    _json_opt(entry.title),
-                    _json_opt(entry.source_path),
+                    _iso(entry.created_at),
+                    _iso(entry.updated_at),
+                    "null" if entry.title is None else _json_str(entry.title),
+                    "null" if entry.source_path is None else _json_str(entry.source_path),
                 )
             ).encode()
         obj = {"v": PAYLOAD_VERSION, "op": "upsert", **entry.to_dict()}

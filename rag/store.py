@@ -200,41 +200,41 @@ class DocumentStore:
 
     def ingest_many(self, docs: Iterable[DocInput]) -> list[IngestResult]:
         """Ingest many documents with one group commit (one write, one fsync)."""
-        todo: list[tuple[DocInput, list[Chunk]]] = []
-        results: dict[int, IngestResult] = {}
         docs = list(docs)
+        results: list[IngestResult | None] = [None] * len(docs)
+        todo: list[tuple[int, DocInput, list[Chunk]]] = []  # (position, doc, its chunks)
+        params, doclog = self.chunking, self.log
         for i, d in enumerate(docs):
-            if not isinstance(d.text, str) or not d.text.strip():
+            text = d.text
+            # (not text.strip(), without copying the text: strip removes str.isspace chars)
+            if not isinstance(text, str) or not text or text.isspace():
                 raise InvalidArgumentError(f"document {d.id!r} has no text")
-            chunks = chunk_text(d.text, self.chunking)
+            chunks = chunk_text(text, params)
             check_chunk_count(d.id, chunks)
-            if self._unchanged(d):
+            if d.id in doclog and self._unchanged(d):
                 results[i] = IngestResult(d.id, None, len(chunks), False)
             else:
-                todo.append((d, chunks))
-        vectors = self._embed([(d, c) for d, c in todo])  # slow: outside the writer role
+                todo.append((i, d, chunks))
+        vectors = self._embed(todo)  # slow: outside the writer role
         with self._writer():
-            changes = self.log.append_many(
-                Upsert(
-                    d.id,
-                    d.text,
-                    title=d.title,
-                    source_path=d.source_path,
-                    metadata=d.metadata or {},
-                    vectors=v,
-                )
-                for (d, _), v in zip(todo, vectors, strict=True)
+            changes = doclog.append_many(
+                [
+                    Upsert(d.id, d.text, d.title, d.source_path, d.metadata or {}, v)
+                    for (_, d, _), v in zip(todo, vectors, strict=True)
+                ]
             )
-        it = iter(zip(todo, changes, strict=True))
-        for i in range(len(docs)):
-            if i not in results:
-                (d, chunks), ch = next(it)
-                if ch is not None:
-                    # Write-through: the sidecars need not re-read, re-open or re-chunk it.
-                    self.indexes.chunks.put(ch.seq, chunks, ch.record)
-                results[i] = IngestResult(d.id, ch.seq if ch else None, len(chunks), True)
+        # Write-through: the sidecars need not re-read, re-open or re-chunk these.
+        self.indexes.chunks.put_many(
+            (ch.seq, chunks, ch.record)
+            for (_, _, chunks), ch in zip(todo, changes, strict=True)
+            if ch is not None
+        )
+        for (i, d, chunks), ch in zip(todo, changes, strict=True):
+            results[i] = IngestResult(d.id, ch.seq if ch else None, len(chunks), True)
         self._catch_up()
-        return [results[i] for i in range(len(docs))]
+        out = [r for r in results if r is not None]
+        assert len(out) == len(docs)  # every document was either unchanged or written
+        return out
 
     def _unchanged(self, d: DocInput) -> bool:
         current = self.log.get(d.id)
@@ -250,18 +250,20 @@ class DocumentStore:
             self.embedder is None or vectors_fit(current, self.embedder, self.chunking)
         )
 
-    def _embed(self, todo: Sequence[tuple[DocInput, list[Chunk]]]) -> list[ChunkVectors | None]:
+    def _embed(
+        self, todo: Sequence[tuple[int, DocInput, list[Chunk]]]
+    ) -> list[ChunkVectors | None]:
         if self.embedder is None or not todo:
             return [None] * len(todo)
         texts = [
-            f"{d.title}\n{c.text}" if d.title else c.text for d, chunks in todo for c in chunks
+            f"{d.title}\n{c.text}" if d.title else c.text for _, d, chunks in todo for c in chunks
         ]
         matrix = np.ascontiguousarray(self.embedder.embed(texts), dtype=np.float32)
         dim = self.embedder.dimension
         matrix = np.stack([as_vector(row, dim) for row in matrix]) if len(matrix) else matrix
         out: list[ChunkVectors | None] = []
         row = 0
-        for _, chunks in todo:
+        for _, _, chunks in todo:
             block = matrix[row : row + len(chunks)]
             row += len(chunks)
             out.append(ChunkVectors(self.embedder.model_id, dim, self.chunking.id, block.tobytes()))

@@ -50,7 +50,7 @@ def test_params_are_validated_and_named() -> None:
     assert DEFAULT_PARAMS.id == "words-v1:180/40/1200"
 
 
-_texts = st.text(alphabet=st.sampled_from("ab \n\té語"), max_size=400)
+_texts = st.text(alphabet=st.sampled_from("ab \n\té語\u3000\x1c"), max_size=400)
 
 
 @settings(max_examples=300)
