@@ -71,8 +71,12 @@ def run_loop(scenario: str, workdir: Path, seed: int, max_delay: float = 0.5) ->
     """One loop: prepare, run the child, kill it at a random instant, check."""
     root = workdir / f"{scenario}-{seed}"
     tokens = prepare(scenario, root)
+    # -P: the script's folder (tests/, which holds a ``rag`` test package) must not
+    # shadow the code under test; PYTHONPATH names the checkout this test runs from.
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     child = subprocess.Popen(
-        [sys.executable, CHILD, scenario, str(root), str(seed)],
+        [sys.executable, "-P", str(CHILD), scenario, str(root), str(seed)],
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
