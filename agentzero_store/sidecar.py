@@ -21,7 +21,6 @@ into an in-memory index and the index into named byte strings and back. The file
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import secrets
@@ -261,7 +260,9 @@ class Sidecar(Generic[P]):
                 files = self._files.write_tree(tree, self.index.save)
                 keep = {tree}
             else:
-                files = self._write_sealed(seq, gen)
+                files = self._files.write_sealed(
+                    f"{kind}-{gen}", self.index.dump(), lambda name: self._aad(seq, name)
+                )
                 keep = {f["file"] for f in files.values()}
             now = datetime.now(UTC).isoformat()
             body: dict[str, Any] = {
@@ -282,22 +283,6 @@ class Sidecar(Generic[P]):
             atomic_write(self.directory / MANIFEST, canonical(body) + b"\n", io=self._io)
             self.covered_seq, self._pending, self._last_checkpoint = seq, 0, now
             self._files.remove_unreferenced(kind, keep)
-
-    def _write_sealed(self, seq: int, gen: str) -> dict[str, dict[str, Any]]:
-        """Seal and durably write each of the index's dumped files; their manifest table."""
-        files: dict[str, dict[str, Any]] = {}
-        for name, plain in self.index.dump().items():
-            fname = f"{self.index.kind}-{gen}-{name}.sealed"
-            blob = self._files.seal(plain, self._aad(seq, name))
-            # atomic_write: temp file, fsync, rename, fsync(dir) — the file is durable
-            # under its final name before the manifest that names it exists.
-            atomic_write(self.directory / fname, blob, io=self._io)
-            files[name] = {
-                "file": fname,
-                "sha256": hashlib.sha256(blob).hexdigest(),
-                "bytes": len(blob),
-            }
-        return files
 
     def close(self) -> None:
         """Release the index's working files, if it keeps any (checkpoints stay)."""
@@ -364,8 +349,8 @@ class Sidecar(Generic[P]):
                 )
             if "tree" in m:
                 self._files.verify_tree(m["tree"], files)
-            for name, f in files.items() if "tree" not in m else ():
-                self._files.read_data_file(name, f, self._aad(seq, name))
+            else:
+                self._files.read_sealed(files, lambda name: self._aad(seq, name), in_place=False)
             return m, None
 
     # ------------------------------------------------------------------ internals
@@ -397,7 +382,13 @@ class Sidecar(Generic[P]):
                 self._files.remove_unreferenced(index.kind, {tree.name})
                 index.open_saved(tree)
             else:
-                buffers, plain = self._read_sealed(seq, files)
+                buffers, plain = self._files.read_sealed(
+                    files,
+                    lambda name: self._aad(seq, name),
+                    # An adapter that reads its checkpoint in place gets the plaintext
+                    # decrypted straight into buffers it may keep (see LoadsBuffers).
+                    in_place=isinstance(index, LoadsBuffers),
+                )
                 self._files.remove_unreferenced(index.kind, {f["file"] for f in files.values()})
         # Only bytes that passed the MAC, the checksum and the AES-GCM tag get here.
         if isinstance(index, LoadsBuffers):
@@ -410,24 +401,6 @@ class Sidecar(Generic[P]):
         self.applied_seq = self.covered_seq = seq
         self._pending = 0
         self._last_checkpoint = m.get("created_at")
-
-    def _read_sealed(
-        self, seq: int, files: Mapping[str, Any]
-    ) -> tuple[dict[str, bytearray], dict[str, bytes]]:
-        """Each data file's plaintext, after its checksum and AES-GCM tag.
-
-        An adapter that reads its checkpoint in place gets the plaintext decrypted
-        straight into buffers it may keep (no copies: see LoadsBuffers); others get bytes.
-        """
-        buffers: dict[str, bytearray] = {}
-        plain: dict[str, bytes] = {}
-        for name, f in files.items():
-            aad = self._aad(seq, name)
-            if isinstance(self.index, LoadsBuffers):
-                buffers[name] = self._files.read_data_buffer(name, f, aad)
-            else:
-                plain[name] = self._files.read_data_file(name, f, aad)
-        return buffers, plain
 
     def _mismatch(self, m: Mapping[str, Any]) -> str | None:
         """The first manifest field that does not fit this sidecar, or None."""

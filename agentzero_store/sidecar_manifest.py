@@ -25,7 +25,7 @@ from typing import Any
 
 from .crypto import InvalidTag, Sealer
 from .errors import SidecarCorruptError
-from .fileio import DEFAULT_IO, FileIO, translate_os_errors
+from .fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
 
 try:  # advisory lock between processes sharing a data dir (POSIX only)
     import fcntl
@@ -163,6 +163,40 @@ class CheckpointFiles:
         if hashlib.sha256(blob).hexdigest() != f.get("sha256"):
             raise SidecarCorruptError(f"data file {fname} fails its checksum")
         return blob
+
+    # ------------------------------------------------------------------ sealed files
+    def write_sealed(
+        self, prefix: str, dumped: Mapping[str, bytes], aad: Callable[[str], bytes]
+    ) -> dict[str, dict[str, Any]]:
+        """Seal and durably write each named byte string as ``<prefix>-<name>.sealed``;
+        returns the manifest's ``files`` table for them."""
+        files: dict[str, dict[str, Any]] = {}
+        for name, plain in dumped.items():
+            fname = f"{prefix}-{name}.sealed"
+            blob = self.seal(plain, aad(name))
+            # atomic_write: temp file, fsync, rename, fsync(dir) — the file is durable
+            # under its final name before the manifest that names it exists.
+            atomic_write(self.directory / fname, blob, io=self._io)
+            files[name] = {
+                "file": fname,
+                "sha256": hashlib.sha256(blob).hexdigest(),
+                "bytes": len(blob),
+            }
+        return files
+
+    def read_sealed(
+        self, files: Mapping[str, Any], aad: Callable[[str], bytes], *, in_place: bool
+    ) -> tuple[dict[str, bytearray], dict[str, bytes]]:
+        """Each data file's plaintext after its checksum and AES-GCM tag: as buffers
+        (``in_place``, see ``read_data_buffer``), else as bytes."""
+        buffers: dict[str, bytearray] = {}
+        plain: dict[str, bytes] = {}
+        for name, f in files.items():
+            if in_place:
+                buffers[name] = self.read_data_buffer(name, f, aad(name))
+            else:
+                plain[name] = self.read_data_file(name, f, aad(name))
+        return buffers, plain
 
     # ------------------------------------------------------------------ trees
     def write_tree(self, name: str, fill: Callable[[Path], None]) -> dict[str, dict[str, Any]]:
