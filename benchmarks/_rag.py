@@ -163,9 +163,12 @@ def bm25_ingest(tmp: Path, *, quick: bool, n: int | None = None) -> list[Figure]
 def _open_first_query(tmp: Path, inputs: list[DocInput]) -> Figure:
     """Opening a BM25-only store of ``inputs`` and answering one query (what every
     ``agentzero rag query`` pays): blinded terms on disk vs plain terms in RAM (sealed)."""
+    from _rss import docs_rss
+
     key = os.urandom(32)
     took: dict[str, list[float]] = {}
     index_open: dict[str, float] = {}
+    rss: dict[str, dict[str, Any]] = {}
     for terms, cfg in (("blinded", CFG), ("sealed", SEALED)):
         path = tmp / f"open-{terms}"
         with DocumentStore.open(path, key=key, config=cfg) as s:
@@ -179,6 +182,7 @@ def _open_first_query(tmp: Path, inputs: list[DocInput]) -> Figure:
                 took[terms].append(time.perf_counter() - t)
                 assert s.bm25.opened is not None
                 index_open[terms] = s.bm25.opened.seconds
+        rss[terms] = docs_rss(path, terms, key)
         shutil.rmtree(path)
     ours, anchor = median(took["blinded"]) * 1e3, median(took["sealed"]) * 1e3
     return Figure(
@@ -187,7 +191,11 @@ def _open_first_query(tmp: Path, inputs: list[DocInput]) -> Figure:
         anchor, "the same store with bm25_terms='sealed' (plain terms in RAM)", ours / anchor,
         "", None, 3,
         note=f"of which the BM25 index: blinded {index_open['blinded'] * 1e3:.0f} ms, "
-             f"sealed {index_open['sealed'] * 1e3:.0f} ms; the rest is the log replay")
+             f"sealed {index_open['sealed'] * 1e3:.0f} ms; the rest is the log replay. "
+             f"Peak RSS, open + 3 queries: blinded {rss['blinded']['peak']:.0f} MiB, "
+             f"sealed {rss['sealed']['peak']:.0f} MiB (imports "
+             f"{rss['blinded']['after_imports']:.0f} MiB)",
+        extra={"rss": rss})
 
 
 # --------------------------------------------------------------------------- SciFact

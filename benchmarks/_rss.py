@@ -71,6 +71,26 @@ def _child_raw(index: str, n: int) -> dict[str, Any]:
             "steady": cur, "peak": peak}
 
 
+def _child_docs(data: str, terms: str, key_hex: str) -> dict[str, Any]:
+    """A document store opened read-only (as ``agentzero rag query`` does), 3 queries."""
+    from agentzero_store import StoreConfig
+    from agentzero_store.config import FAST_KDF_FOR_TESTS
+    from rag import DocumentStore
+
+    base = _rss_mib()[0]
+    cfg = StoreConfig(kdf=FAST_KDF_FOR_TESTS, bm25_terms=terms)
+    with DocumentStore.open(data, key=bytes.fromhex(key_hex), config=cfg, readonly=True) as s:
+        for q in ("stea", "grou stea", "alpha"):
+            s.query(q, 5)
+        cur, peak = _rss_mib()
+    return {"after_imports": base, "steady": cur, "peak": peak}
+
+
+def docs_rss(data: Path, terms: str, key: bytes) -> dict[str, Any]:
+    """``_child_docs`` in a fresh process: its RSS figures in MiB."""
+    return _spawn(["docs", str(data), terms, key.hex()])
+
+
 def _spawn(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     out = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True,
                          text=True, env={**os.environ, **(env or {})})
@@ -100,5 +120,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     if sys.argv[1] == "ours":
         print(json.dumps(_child_ours(sys.argv[2])))
+    elif sys.argv[1] == "docs":
+        print(json.dumps(_child_docs(sys.argv[2], sys.argv[3], sys.argv[4])))
     else:
         print(json.dumps(_child_raw(sys.argv[2], int(sys.argv[3]))))
