@@ -52,6 +52,18 @@ TOKENIZER = "blinded"  # whitespace: terms arrive analysed and hashed
 KEYS = "keys"  # the live keys of a checkpoint, little-endian u64, sorted
 WORK = "work-"
 _SAVE_TRIES = 20
+_NO_LINKS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
+
+
+def _link(src: Path, dst: Path) -> None:
+    """Hard-link ``src`` as ``dst``; copy it where the file system has no hard links
+    (FAT, exFAT, some network shares): slower checkpoints, same result."""
+    try:
+        os.link(src, dst)
+    except OSError as exc:
+        if exc.errno not in _NO_LINKS:
+            raise  # FileNotFoundError above all: a merge removed it (see _link_commit)
+        shutil.copyfile(src, dst)
 
 
 class BlindedBm25Index(TantivyBm25):
@@ -135,7 +147,7 @@ class BlindedBm25Index(TantivyBm25):
         try:
             for p in work.iterdir():
                 if p.name.split(".", 1)[0] in segments:
-                    os.link(p, target / p.name)
+                    _link(p, target / p.name)
         except FileNotFoundError:
             return False
         if (work / "meta.json").read_bytes() != meta_raw:
@@ -183,7 +195,7 @@ class BlindedBm25Index(TantivyBm25):
             with translate_os_errors("linking", work):
                 for p in source.iterdir():
                     if p.name != KEYS:
-                        os.link(p, work / p.name)
+                        _link(p, work / p.name)
         self._index = tantivy.Index(self._schema, path=str(work), reuse=source is not None)
         self._index.register_tokenizer(TOKENIZER, whitespace_analyzer())
         self._writer = self._index.writer(heap_size=self._heap, num_threads=1)

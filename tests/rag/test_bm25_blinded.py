@@ -269,3 +269,27 @@ def test_unknown_mode_is_a_clear_error(data_dir: Path) -> None:
 
     with pytest.raises(InvalidArgumentError, match="blinded, sealed"):
         DocumentStore.open(data_dir, key=KEY, config=replace(FAST, bm25_terms="plain"))
+
+
+def test_a_file_system_without_hard_links_copies_instead(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    def no_links(src: object, dst: object) -> None:
+        raise OSError(errno.EPERM, "hard links not supported here")
+
+    monkeypatch.setattr(os, "link", no_links)
+    expected = _ingest(data_dir, 150)
+    with DocumentStore.open(data_dir, key=KEY, config=FAST) as s:
+        assert s.bm25.opened is not None and s.bm25.opened.loaded  # no rebuild
+        assert [h.id for h in s.query("boiler pressure valve", 10)] == expected
+        s.ingest_many([DocInput(f"x{k}", t) for k, t in corpus(120, seed=9)])
+        assert s.bm25.covered_seq == 270  # checkpointed again, by copying
+        (tree,) = trees(data_dir)
+        segment_files = [p for p in tree.iterdir() if p.name not in ("keys", "meta.json")]
+        # With hard links these would also be the working index's files (2 links each).
+        assert segment_files and all(p.stat().st_nlink == 1 for p in segment_files)
+    with DocumentStore.open(data_dir, key=KEY, config=FAST) as s:
+        assert s.bm25.opened is not None and s.bm25.opened.loaded
+        assert s.bm25.index.count() == 270
