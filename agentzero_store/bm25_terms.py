@@ -90,8 +90,7 @@ class BlindTerms:
         groups = " ".join(parts).split("\n")
         if len(groups) != len(words):  # a word held the separator itself: one by one
             groups = [" ".join(map(self._hash, self._analyzer.analyze(w))) for w in words]
-        for word, blinded in zip(words, groups, strict=True):
-            self._words[word] = blinded.strip()
+        self._words.update(zip(words, map(str.strip, groups), strict=True))
 
     def text(self, text: str) -> str:
         """``text`` as space-separated blinded terms (what a blinded field indexes)."""
