@@ -70,7 +70,7 @@ class BlindedBm25Index(TantivyBm25):
     """A ``SidecarIndex[str]`` that keeps its files itself (``sidecar_types.KeepsFiles``)."""
 
     def __init__(self, directory: Path, key: bytes, *, heap_bytes: int = HEAP_BYTES) -> None:
-        super().__init__(schema(TOKENIZER, "freq"), heap_bytes=heap_bytes)
+        super().__init__(schema(TOKENIZER), heap_bytes=heap_bytes)
         self._root = Path(directory)
         self._terms = BlindTerms(key)
         self._work: Path | None = None
@@ -102,14 +102,6 @@ class BlindedBm25Index(TantivyBm25):
     def delete(self, keys: Sequence[int]) -> None:
         """Remove keys (unknown keys are ignored)."""
         self._delete_keys(keys)
-
-    def dump(self) -> dict[str, bytes]:
-        """Unused: this adapter's checkpoint is a directory (``save``)."""
-        raise NotImplementedError("a blinded BM25 index checkpoints with save()")
-
-    def load(self, files: Mapping[str, bytes]) -> None:
-        """Unused: this adapter opens a checkpoint directory (``open_saved``)."""
-        raise NotImplementedError("a blinded BM25 index opens with open_saved()")
 
     # ------------------------------------------------------------------ KeepsFiles
     def save(self, target: Path) -> None:

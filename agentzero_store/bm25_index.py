@@ -38,11 +38,12 @@ DELETED = 0xFFFF_FFFF  # a tombstone: the key's latest text is gone
 HEAP_BYTES = 50_000_000  # Tantivy writer arena
 
 
-def schema(tokenizer: str, index_option: str) -> Any:
-    """Ids and one analysed body: no text is ever stored, only the key comes back."""
+def schema(tokenizer: str) -> Any:
+    """Ids and one analysed body: no text is ever stored, only the key comes back. Term
+    frequencies but no positions: BM25 needs no more, and queries are never phrases."""
     sb = tantivy.SchemaBuilder()
     sb.add_unsigned_field("key", stored=True, indexed=True, fast=True)
-    sb.add_text_field("body", stored=False, tokenizer_name=tokenizer, index_option=index_option)
+    sb.add_text_field("body", stored=False, tokenizer_name=tokenizer, index_option="freq")
     return sb.build()
 
 
@@ -131,7 +132,7 @@ class SealedBm25Index(TantivyBm25):
     """A ``SidecarIndex[str]`` held in RAM; its checkpoint is its sealed texts."""
 
     def __init__(self, *, heap_bytes: int = HEAP_BYTES) -> None:
-        super().__init__(schema(ANALYZER, "position"), heap_bytes=heap_bytes)
+        super().__init__(schema(ANALYZER), heap_bytes=heap_bytes)
         self._terms = PlainTerms()
         self._blob = bytearray()  # what dump() returns: see the module docstring
         self._dead = 0  # records in the blob that no longer describe a live key

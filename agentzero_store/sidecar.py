@@ -50,6 +50,7 @@ from .sidecar_types import (
     LoadsBuffers,
     OpenReport,
     Progress,
+    SealsBytes,
     SidecarIndex,
     SidecarStatus,
     Source,
@@ -260,6 +261,8 @@ class Sidecar(Generic[P]):
                 files = self._files.write_tree(tree, self.index.save)
                 keep = {tree}
             else:
+                if not isinstance(self.index, SealsBytes):
+                    raise TypeError(f"{self.index!r} is neither SealsBytes nor KeepsFiles")
                 files = self._files.write_sealed(
                     f"{kind}-{gen}", self.index.dump(), lambda name: self._aad(seq, name)
                 )
@@ -393,7 +396,7 @@ class Sidecar(Generic[P]):
         # Only bytes that passed the MAC, the checksum and the AES-GCM tag get here.
         if isinstance(index, LoadsBuffers):
             index.load_buffers(buffers)
-        elif not isinstance(index, KeepsFiles):
+        elif isinstance(index, SealsBytes):
             index.load(plain)
         del buffers, plain  # the adapter holds what it keeps of the plaintext
         if self.index.count() != m.get("entries"):

@@ -62,11 +62,12 @@ class Source(Protocol[P]):
 class SidecarIndex(Protocol[P_contra]):
     """The adapter between the mechanism and one index library (hnswlib, tantivy, ...).
 
-    Everything is in memory: the mechanism owns every file, so an adapter never touches
-    disk (except a ``KeepsFiles`` adapter, whose library keeps files of no plaintext).
+    An adapter checkpoints one of two ways: ``SealsBytes`` (the index as named byte
+    strings that the mechanism seals and writes: the adapter never touches disk) or
+    ``KeepsFiles`` (its library keeps files of no plaintext, checked by sha256).
     ``insert`` must upsert and ``delete`` must ignore unknown or deleted keys (replay is
-    idempotent). Any exception (native ones included) from ``load`` makes the
-    mechanism rebuild; from ``insert``/``delete`` during replay it also rebuilds.
+    idempotent). Any exception (native ones included) from loading a checkpoint makes
+    the mechanism rebuild; from ``insert``/``delete`` during replay it also rebuilds.
     """
 
     kind: str  # short name, used in file names and bound into the AAD ("hnsw", "bm25")
@@ -90,6 +91,11 @@ class SidecarIndex(Protocol[P_contra]):
     def count(self) -> int:
         """Number of live entries."""
         ...
+
+
+@runtime_checkable
+class SealsBytes(Protocol):
+    """An adapter whose checkpoint is named byte strings, sealed by the mechanism."""
 
     def dump(self) -> dict[str, bytes]:
         """The whole index as named plaintext byte strings (names: ``[a-z0-9_]+``)."""
@@ -123,8 +129,8 @@ class KeepsFiles(Protocol):
     fine), the mechanism records every file's sha256 in the authenticated manifest, and
     hands ``open_saved`` a directory only after every file passed. ``open_saved`` must
     never write into it. The files are NOT encrypted: such an adapter may only write
-    files that hold no plaintext (blinded terms, keys). Used instead of
-    ``dump``/``load``; ``close`` drops whatever working files the adapter keeps.
+    files that hold no plaintext (blinded terms, keys). The alternative to ``SealsBytes``;
+    ``close`` drops whatever working files the adapter keeps.
     """
 
     def save(self, directory: Path) -> None:

@@ -149,15 +149,16 @@ class ChunkFeed(Generic[P]):
     ) -> list[tuple[int, P]]:
         chunks = self._cache.get(seq, record, generation)
         payloads = self._payload(record, chunks)
-        base = seq << CHUNK_BITS  # chunk_key(seq, index) = base | index
         return [
-            (base | c.index, p) for c, p in zip(chunks, payloads, strict=True) if p is not None
+            (chunk_key(seq, c.index), p)
+            for c, p in zip(chunks, payloads, strict=True)
+            if p is not None
         ]
 
     def changes_since(self, seq: int, limit: int) -> Sequence[Change[P]]:
         """Chunk changes after ``seq``; whole log records only (never half a record's)."""
         out: list[Change[P]] = []
-        log, cache, payload = self.log, self._cache, self._payload
+        log, cache = self.log, self._cache
         # One generation for the whole pass: log.changes_since raises StaleFeedError
         # before it yields a change of another generation.
         generation = log.generation
@@ -166,18 +167,13 @@ class ChunkFeed(Generic[P]):
             before = len(out)
             prev = log.previous_version(at)
             if prev is not None:
-                base = prev << CHUNK_BITS  # chunk_key(prev, index) = base | index
                 out += [
-                    Change(at, "delete", base | c.index, None)
+                    Change(at, "delete", chunk_key(prev, c.index), None)
                     for c in cache.get(prev, None, generation)
                 ]
             if record is not None:
-                chunks = cache.get(at, record, generation)
-                base = at << CHUNK_BITS
                 out += [
-                    Change(at, "insert", base | c.index, p)
-                    for c, p in zip(chunks, payload(record, chunks), strict=True)
-                    if p is not None
+                    Change(at, "insert", k, p) for k, p in self._inserts(at, record, generation)
                 ]
             if len(out) == before:
                 # A record with no chunk to change (an empty text) must still move the
