@@ -1,4 +1,5 @@
-"""``agentzero key ...`` and ``agentzero store verify|backup|restore``: the worst-day tools.
+"""``agentzero key ...`` and ``agentzero store verify|backup|restore|accept-loss``: the
+worst-day tools.
 
 Thin: each command resolves the credential, calls ``agentzero_store.ops``, and hands
 the result to ``emit``; errors map to exit codes in ``cli_common.cli_command``.
@@ -18,8 +19,14 @@ from rich.table import Table
 
 from .cli_common import STATE, JsonOpt, cli_command, data_dir, emit, err, out
 from .credentials import Credential, resolve_credential
-from .errors import CorruptStoreError, CredentialRequiredError, InvalidKeyError
+from .errors import (
+    CorruptStoreError,
+    CredentialRequiredError,
+    InvalidArgumentError,
+    InvalidKeyError,
+)
 from .ops import backup_store, change_passphrase, export_recovery, restore_store, rotate_keys
+from .ops.accept_loss import accept_loss
 from .ops.verify import VerifyReport, verify_store
 
 ENV_NEW_PASSPHRASE = "AGENTZERO_NEW_PASSPHRASE"
@@ -129,8 +136,45 @@ def restore_cmd(
     emit(r, lambda: out.print(f"restored store {r.store_id} into {r.data_dir}; verify: clean"))
 
 
+def accept_loss_cmd(
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Do not ask (needed when stdin is not a terminal).")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Accept a lost, truncated or rolled-back source as it is, and record the loss.
+
+    For when `store verify` reports a loss and no backup is to be restored. Damage inside
+    a source (a record or page that fails authentication) is not accepted: salvage it.
+    """
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InvalidArgumentError(
+                "accept-loss records a permanent loss of acknowledged data",
+                hint="see what is lost with `agentzero store verify`, then pass --yes",
+            )
+        typer.confirm(
+            "Accept every source as it is now? What the store acknowledged beyond it is "
+            "given up for good",
+            abort=True,
+        )
+    r = accept_loss(data_dir(), _cred())
+
+    def human() -> None:
+        if not r.losses:
+            out.print("nothing to accept: every source holds what was acknowledged")
+            return
+        for loss in r.losses:
+            out.print(f"{loss.source}: {loss.problem}")
+            out.print(f"  accepted: expected {loss.expected}, now {loss.found}")
+        out.print(f"{r.indexes_dropped} index checkpoints dropped; rebuilt on the next open")
+
+    emit(r, human)
+
+
 def register_store_commands(app: typer.Typer) -> None:
-    """Add verify, backup and restore to the ``agentzero store`` sub-app."""
+    """Add verify, backup, restore and accept-loss to the ``agentzero store`` sub-app."""
+    app.command("accept-loss")(cli_command(accept_loss_cmd))
     app.command("verify")(cli_command(verify_cmd))
     app.command("backup")(cli_command(backup_cmd))
     app.command("restore")(cli_command(restore_cmd))

@@ -55,6 +55,11 @@ class Layout:
         return self.root / "keys.json"
 
     @property
+    def ledger(self) -> Path:
+        """The acknowledgement ledger: what each source holds (see ``acks``)."""
+        return self.root / "sources.ledger"
+
+    @property
     def writer_lock(self) -> Path:
         """The single-writer lock file (holder's pid, host and command; see ``ops.lock``)."""
         return self.root / "writer.lock"

@@ -31,6 +31,13 @@ class FileIO:
             n = os.write(fd, view)
             view = view[n:]
 
+    def pwrite(self, fd: int, data: bytes, offset: int) -> None:
+        """Write all of ``data`` at ``offset`` (the file position is not used)."""
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(fd, view, offset)
+            view, offset = view[n:], offset + n
+
     def fsync(self, fd: int) -> None:
         """Flush a file's data and metadata to stable storage."""
         os.fsync(fd)

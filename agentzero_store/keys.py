@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
+from .acks import ACKS_FORMAT, create_ledger, ledger_path
 from .config import KdfParams, Layout
 from .credentials import (
     ENV_DATA_KEY,
@@ -79,8 +80,12 @@ def _wrapping_key(cred: Credential, kdf: Mapping[str, Any]) -> bytes:
     raise SchemaVersionError(f"unknown KDF {kdf['name']!r} in keys.json")
 
 
-def _slot_aad(store_id: str, slot: Mapping[str, Any]) -> bytes:
-    return f"{KEYS_FORMAT}|{store_id}|{slot['id']}|{slot['kind']}".encode()
+def _slot_aad(store_id: str, slot: Mapping[str, Any], *, acks: bool = True) -> bytes:
+    # A slot written since the acknowledgement ledger exists binds it into its AAD: such
+    # a store cannot have its ledger deleted and be taken for an older store that never
+    # had one (only the credential could rewrap the slot without the binding).
+    base = f"{KEYS_FORMAT}|{store_id}|{slot['id']}|{slot['kind']}"
+    return f"{base}|{ACKS_FORMAT}".encode() if acks else base.encode()
 
 
 def _new_slot(
@@ -106,6 +111,9 @@ class StoreKeys:
 
     store_id: str
     master: bytes = field(repr=False)
+    # The slot that opened binds the acknowledgement ledger (see ``_slot_aad``): the
+    # ledger must exist. False only for a store from before the ledger, until upgraded.
+    acks_required: bool = False
 
     def subkey(self, purpose: str) -> bytes:
         """A 32-byte key for one purpose; different purposes get independent keys."""
@@ -125,6 +133,11 @@ class StoreKeys:
     def sidecar_key(self) -> bytes:
         """AES-256-GCM key for sidecar checkpoints."""
         return self.subkey("sidecar")
+
+    @property
+    def ledger_key(self) -> bytes:
+        """AES-256-GCM key for the acknowledgement ledger (``acks``)."""
+        return self.subkey("acks")
 
     @property
     def term_key(self) -> bytes:
@@ -188,15 +201,24 @@ def read_store_id(layout: Layout) -> str:
 
 def unwrap_slot(store_id: str, slot: Mapping[str, Any], cred: Credential) -> bytes | None:
     """The master key ``slot`` wraps, if ``cred`` opens it; None if it does not fit."""
+    got = _unwrap(store_id, slot, cred)
+    return got[0] if got is not None else None
+
+
+def _unwrap(
+    store_id: str, slot: Mapping[str, Any], cred: Credential
+) -> tuple[bytes, bool] | None:
+    """(master key, whether the slot binds the ledger), or None if ``cred`` does not fit."""
     if slot.get("kind") != cred.kind:
         return None
-    try:
-        wk = _wrapping_key(cred, slot["kdf"])
-        return AESGCM(wk).decrypt(
-            _unb64(slot["nonce"]), _unb64(slot["wrapped"]), _slot_aad(store_id, slot)
-        )
-    except InvalidTag:
-        return None
+    wk = AESGCM(_wrapping_key(cred, slot["kdf"]))  # the slow KDF runs once for both tries
+    nonce, wrapped = _unb64(slot["nonce"]), _unb64(slot["wrapped"])
+    for acks in (True, False):
+        try:
+            return wk.decrypt(nonce, wrapped, _slot_aad(store_id, slot, acks=acks)), acks
+        except InvalidTag:
+            continue
+    return None
 
 
 def unlock_slot(
@@ -212,18 +234,20 @@ def unlock_slot(
     kinds = sorted({s.get("kind") for s in header["slots"]})
     for slot in header["slots"]:
         try:
-            master = unwrap_slot(store_id, slot, cred)
+            got = _unwrap(store_id, slot, cred)
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptStoreError(
                 f"key slot {slot.get('id')!r} is malformed", path=layout.keys
             ) from exc
-        if master is None:
+        if got is None:
             continue
+        master, acks_required = got
         if header.get("rotation") is not None and not allow_rotation:
             # The data files may be under the old key, the new one, or a mix: only the
             # rotation code knows how to finish, so a plain open must not guess.
             raise RotationInProgressError(f"a key rotation of {layout.root} was interrupted")
-        return StoreKeys(store_id=store_id, master=master), str(slot["id"])
+        keys = StoreKeys(store_id=store_id, master=master, acks_required=acks_required)
+        return keys, str(slot["id"])
     if cred.kind not in kinds:
         raise WrongKeyError(
             f"this store opens with a {' or '.join(str(k) for k in kinds)}, not a {cred.kind}",
@@ -257,6 +281,11 @@ def create_keys(
     layout.root.mkdir(parents=True, exist_ok=True, mode=0o700)
     master = secrets.token_bytes(KEY_BYTES)
     store_id = secrets.token_hex(16)
+    keys = StoreKeys(store_id=store_id, master=master, acks_required=True)
+    # The ledger first: keys.json is what makes the data dir a store, and its slot
+    # requires the ledger. A crash in between leaves a ledger and no store; the next
+    # init replaces it.
+    create_ledger(layout.root, keys.ledger_key, store_id, io=io)
     header = {
         "format": KEYS_FORMAT,
         "store_id": store_id,
@@ -264,7 +293,7 @@ def create_keys(
         "slots": [_new_slot("primary", cred, master, store_id, kdf)],
     }
     write_header(layout, header, io=io)
-    return StoreKeys(store_id=store_id, master=master)
+    return keys
 
 
 def write_header(layout: Layout, header: Mapping[str, Any], *, io: FileIO = DEFAULT_IO) -> None:
@@ -318,14 +347,45 @@ def open_data_dir(
     )
     if exists:
         try:
-            return layout, unlock(layout, cred)
+            keys, slot = unlock_slot(layout, cred)
         except RotationInProgressError:
             # A crash interrupted `key rotate`: finish it (under the writer lock) so the
             # store opens with the same credential. Imported lazily: it needs the ops layer.
             from .ops.rotate import resume_rotation
 
             return layout, resume_rotation(layout, cred, io=io)
+        if not keys.acks_required:
+            keys = _upgrade_to_ledger(layout, keys, cred, slot, io=io)
+        return layout, keys
     return layout, create_keys(layout, cred, kdf=kdf or KdfParams(), io=io)
+
+
+def _upgrade_to_ledger(
+    layout: Layout, keys: StoreKeys, cred: Credential, slot_id: str, *, io: FileIO
+) -> StoreKeys:
+    """A store from before the acknowledgement ledger: start one (each source is recorded
+    as it is on its next open) and rewrap the credential's slot so it requires it.
+
+    Once, under the writer lock. Other slots (a recovery key) keep their old binding
+    until they are rewrapped (``key export-recovery``, ``key rotate``).
+    """
+    from .ops.lock import writer_lock
+
+    with writer_lock(layout.root, purpose="start the acknowledgement ledger"):
+        header = _read_header(layout)
+        if not ledger_path(layout.root).exists():
+            create_ledger(layout.root, keys.ledger_key, keys.store_id, io=io)
+        for i, slot in enumerate(header["slots"]):
+            if slot.get("id") == slot_id:
+                kdf = slot["kdf"]
+                params = (
+                    KdfParams(n=int(kdf["n"]), r=int(kdf["r"]), p=int(kdf["p"]))
+                    if kdf.get("name") == "scrypt"
+                    else KdfParams()
+                )
+                header["slots"][i] = _new_slot(slot_id, cred, keys.master, keys.store_id, params)
+        write_header(layout, header, io=io)
+    return StoreKeys(store_id=keys.store_id, master=keys.master, acks_required=True)
 
 
 __all__ = [

@@ -28,6 +28,7 @@ from .memory_feed import Change, MemoryFeed
 from .memory_rows import COLUMNS, positive, row_to_entry, scope_where
 from .ops.lock import WriterLock, acquire_writer
 from .records import MemoryEntry, MemoryHit, Scope, to_us
+from .sources import SourceGuard, open_ledger, open_memory_db
 from .sqlcipher import Database
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class SqliteMemoryStore:
         self._closed = False
         self._hnsw: MemoryHnsw | None = None
         self._dim: int | None = None  # fixed by the first vector ever stored
+        self._acks: SourceGuard | None = None  # set by open(): acknowledges each write
         self.feed = MemoryFeed(self._live)
 
     @classmethod
@@ -99,13 +101,30 @@ class SqliteMemoryStore:
             kdf=config.kdf,
             prompt=prompt,
         )
-        db = Database(layout.memory_db, keys.sqlcipher_key, busy_timeout_ms=config.busy_timeout_ms)
+        # The ledger says what memory.db must hold: a missing, emptied or rolled-back file
+        # is refused here, before SQLite creates or migrates anything.
+        ledger = open_ledger(layout, keys, writable=True, flush_every=config.checkpoint_every)
+        try:
+            db, guard = open_memory_db(
+                layout,
+                keys,
+                config,
+                ledger,
+                lambda: acquire_writer(
+                    layout.root, timeout=config.writer_lock_timeout_s, purpose="memory open"
+                ),
+            )
+        except BaseException:
+            ledger.close()
+            raise
         try:
             db.migrate(keys.store_id)
         except BaseException:
             db.close()
+            ledger.close()
             raise
         store = cls(db, keys, layout.root, embedder=embedder, config=config, clock=clock or _utcnow)
+        store._acks = guard
         if hnsw or (hnsw is None and layout.memory_hnsw.is_dir()):
             try:
                 store.enable_hnsw_index()
@@ -122,6 +141,8 @@ class SqliteMemoryStore:
                 self._hnsw.close()  # checkpoints pending changes while the db is open
             self._closed = True
             self._db.close()
+            if self._acks is not None:
+                self._acks.ledger.close()
 
     def __enter__(self) -> SqliteMemoryStore:
         return self
@@ -225,6 +246,7 @@ class SqliteMemoryStore:
             ids = memory_write.append_many(
                 self._live(), entries, vectors, embedder=self.embedder, now=self._clock()
             )
+            self._acknowledge()
         self._sync_indexes()
         return ids
 
@@ -261,9 +283,17 @@ class SqliteMemoryStore:
             self.data_dir, timeout=self.config.writer_lock_timeout_s, purpose="memory write"
         )
 
+    def _acknowledge(self) -> None:
+        # After the commit returned (the write is durable): the ledger now says memory.db
+        # holds at least this seq, so a later rollback (a lost WAL) is detected on open.
+        if self._acks is not None:
+            self._acks.acknowledge(self.feed.source_seq())
+
     def _delete_where(self, where: str, params: Sequence[Any]) -> int:
         with self._writer():
             n = memory_write.delete_where(self._live(), where, params)
+            if n:
+                self._acknowledge()
         if n:
             self._sync_indexes()
         return n

@@ -150,7 +150,7 @@ class Sidecar(Generic[P]):
         """Rebuild the index from the source, then checkpoint it (I/O errors raise)."""
         with self.lock:
             self._rebuild(progress, reason)
-            self.checkpoint()
+            self.checkpoint(force=True)
 
     def _rebuild(self, progress: Progress | None, reason: str) -> None:
         with self.lock:
@@ -234,8 +234,12 @@ class Sidecar(Generic[P]):
         return n
 
     # ------------------------------------------------------------------ checkpoint
-    def checkpoint(self) -> None:
+    def checkpoint(self, *, force: bool = False) -> None:
         """Durably write the index: sealed data files first, then the manifest.
+
+        A checkpoint another process wrote further along the same source is kept (unless
+        ``force``: an explicit rebuild always leaves its own), but never one that claims
+        more than the source holds.
 
         The manifest is the commit point. Data files get fresh names, so until the new
         manifest is renamed into place the old manifest still names the old, intact
@@ -246,9 +250,10 @@ class Sidecar(Generic[P]):
         with self.lock, self._files.lock():
             on_disk = self._files.read_manifest_quietly()
             if (
-                on_disk is not None
+                not force
+                and on_disk is not None
                 and self._mismatch(on_disk) is None
-                and on_disk.get("covered_seq", 0) > self.applied_seq
+                and self.applied_seq < on_disk.get("covered_seq", 0) <= self.source.source_seq()
             ):
                 # Another process sharing this data dir checkpointed further; keep its.
                 self._pending = 0

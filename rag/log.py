@@ -64,13 +64,14 @@ from agentzero_store.fileio import (
     translate_os_errors,
 )
 from agentzero_store.keys import StoreKeys
+from agentzero_store.sources import SourceGuard, judge_documents, loss_error
 
 from . import catalog
 from .catalog import CatalogFile
 from .framing import LogCodec, new_generation
 from .log_read import LogReader
 from .log_write import acquire_writer_lock, encode_batch
-from .migrate import is_legacy, migrate_legacy_log
+from .migrate import is_legacy, log_kind, migrate_legacy_log
 from .records import Change, Delete, LogHeader, Upsert, utcnow
 from .replay import apply_change, replay
 
@@ -102,6 +103,7 @@ class DocumentLog(LogReader):
         self._size = 0  # end of the last good line
         self._catalog = CatalogFile(path, keys, io)
         self._covered = 0  # records the catalog on disk covers
+        self._acks: SourceGuard | None = None  # the ledger's view of this log, if any
 
     @classmethod
     def open(
@@ -114,6 +116,7 @@ class DocumentLog(LogReader):
         readonly: bool = False,
         migrate_legacy: bool = True,
         clock: Callable[[], datetime] = utcnow,
+        acks: SourceGuard | None = None,
     ) -> DocumentLog:
         """Open (creating, migrating or repairing a torn tail as needed) and replay the log.
 
@@ -122,8 +125,14 @@ class DocumentLog(LogReader):
         tail, ``SchemaVersionError`` for a newer format, ``StoreLockedError`` if another
         process holds the writer lock. ``migrate_legacy`` seals a plaintext legacy log in
         place (``rag.migrate``); turn it off where the data dir may be written by others.
+
+        ``acks``: the data dir's acknowledgement ledger. The log is checked against it
+        before anything is created, migrated or cut (``SourceLossError`` when it holds
+        less than was acknowledged, is missing, emptied, replaced, or a plaintext log
+        appears where a sealed one was), and every append is acknowledged in it.
         """
         log = cls(Path(path), keys, io, clock, readonly)
+        log._acks = acks
         try:
             log._open(create=create, migrate_legacy=migrate_legacy)
         except BaseException:
@@ -134,7 +143,13 @@ class DocumentLog(LogReader):
     # ----------------------------------------------------------------- open / replay
 
     def _open(self, *, create: bool, migrate_legacy: bool) -> None:
-        if not self.path.exists() and (self.readonly or not create):
+        kind = log_kind(self.path)
+        if self._acks is not None and kind != "sealed":
+            # Before anything is created or migrated over it.
+            problem = judge_documents(self._acks.state(), kind=kind)
+            if problem is not None:
+                raise loss_error(problem, self.path)
+        if kind == "missing" and (self.readonly or not create):
             raise StoreNotFoundError(f"no document log at {self.path}")
         if not self.readonly:
             with translate_os_errors("creating", self.path.parent):
@@ -144,6 +159,8 @@ class DocumentLog(LogReader):
             # (sealed) temp file beside the log; no other writer can be mid-rename now.
             cleanup_temp_files(self.path.parent)
         if not self.path.exists():
+            if self._acks is not None:
+                self._acks.will_create()  # so an emptied or planted file is never "new"
             header = LogHeader(new_generation(), self._clock(), "new")
             # Created whole by atomic_write, so a log never exists without its header.
             atomic_write(self.path, self._codec.encode_log(header, []), io=self._io)
@@ -165,6 +182,9 @@ class DocumentLog(LogReader):
         with open(fd, "rb", closefd=False) as f:
             # The catalog (if valid for these exact bytes) spares replaying what it covers.
             state = replay(f, self._checker, resume=lambda gen, at: self._catalog.load(fd, gen, at))
+        # Checked against the ledger before the torn tail is cut: a log that holds less
+        # than was acknowledged is refused untouched.
+        self._check_acks(state.header.generation, len(state.slots))
         if not self.readonly:
             self._file = AppendFile(self.path, io=self._io)
             if state.torn is not None:
@@ -182,6 +202,28 @@ class DocumentLog(LogReader):
         self._prev, self._prev_last = [], {}
         self._size = state.size
         self._covered = state.covered
+
+    def _check_acks(self, generation: str, seq: int) -> None:
+        acks = self._acks
+        if acks is None:
+            return
+        state = acks.state()
+        problem = judge_documents(state, kind="sealed", generation=generation, seq=seq)
+        if problem is not None and self.readonly:
+            # A reader takes no lock: a compaction may have moved the ledger on between
+            # our read of it and of the file. Read it once more before crying loss.
+            state = acks.state()
+            problem = judge_documents(state, kind="sealed", generation=generation, seq=seq)
+        if problem is not None:
+            raise loss_error(problem, self.path)
+        if self.readonly:
+            return
+        if not state.created:
+            acks.adopt(seq, generation)  # a store from before the ledger
+        elif state.pending is not None and generation == state.pending[0]:
+            acks.end_generation(generation, seq)  # a compaction (maybe interrupted) landed
+        elif state.generation != generation:
+            acks.acknowledge(seq, generation)  # a log created since the ledger was written
 
     # ----------------------------------------------------------------- writes
 
@@ -232,6 +274,9 @@ class DocumentLog(LogReader):
                     self._slots.append(slot)
                     apply_change(self._live, slot.op, slot.doc_id, len(self._slots))
                 self._size = batch.end
+                if self._acks is not None:
+                    # After the fsync: the ledger never claims more than the file holds.
+                    self._acks.acknowledge(self.seq, self.generation)
             return batch.changes
 
     def _stored_created_at(self, doc_id: str) -> datetime | None:
@@ -271,6 +316,10 @@ class DocumentLog(LogReader):
                 if seq in live:
                     entries.append(entry)
             header = LogHeader(new_generation(), self._clock(), "compact")
+            if self._acks is not None:
+                # Durable before the file is replaced: an open after a crash on either
+                # side of the rename finds the log it expects (the old or the new one).
+                self._acks.begin_generation(header.generation, len(entries))
             atomic_write(self.path, self._codec.encode_log(header, entries), io=self._io)
             # Our descriptors point at the replaced file: reopen and replay the new one.
             self._close_files()

@@ -15,8 +15,10 @@ from agentzero_store.errors import CorruptStoreError
 from agentzero_store.fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
 from agentzero_store.keys import StoreKeys
 
-from .framing import DamagedLine, LogCodec, iter_raw_lines, parse_frame
+from .framing import DamagedLine, LogCodec, iter_raw_lines, new_generation, parse_frame
 from .log import DocumentLog
+from .migrate import log_kind
+from .records import LogHeader, utcnow
 from .replay import LineChecker, Replayed, replay
 
 
@@ -77,6 +79,16 @@ def snapshot_log(path: Path, keys: StoreKeys, dest: Path, *, io: FileIO = DEFAUL
     )
 
 
+def start_log(path: Path, keys: StoreKeys, *, io: FileIO = DEFAULT_IO) -> str:
+    """Write a new, empty sealed log (a new generation) at ``path``; returns its generation.
+
+    Only for ``store accept-loss``, which has recorded that whatever was there is lost.
+    """
+    header = LogHeader(new_generation(), utcnow(), "new")
+    atomic_write(path, LogCodec(keys).encode_log(header, []), io=io)
+    return header.generation
+
+
 def sealed_with(path: Path, candidates: list[StoreKeys]) -> StoreKeys | None:
     """Which of ``candidates`` the log's header authenticates with (None: none of them)."""
     with translate_os_errors("reading", path), open(path, "rb") as f:
@@ -124,7 +136,9 @@ def reseal_log(path: Path, old: StoreKeys, new: StoreKeys, *, io: FileIO = DEFAU
 __all__ = [
     "LogCheck",
     "check_log",
+    "log_kind",
     "reseal_log",
     "sealed_with",
     "snapshot_log",
+    "start_log",
 ]

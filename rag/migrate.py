@@ -33,6 +33,7 @@ from typing import Any
 
 from agentzero_store.errors import CorruptStoreError
 from agentzero_store.fileio import FileIO, atomic_write, translate_os_errors
+from agentzero_store.sources import LogKind
 
 from .framing import LogCodec, iter_raw_lines, new_generation
 from .records import DocumentRecord, Entry, LogHeader, content_hash
@@ -71,6 +72,17 @@ def is_legacy(path: Path) -> bool:
                 and not (_SEALED_KEYS & obj.keys())
             )
     return True
+
+
+def log_kind(path: Path) -> LogKind:
+    """What is at ``path``: no file, an empty one, a plaintext legacy log, or a sealed log
+    (or something that will fail as one)."""
+    with translate_os_errors("reading", path):
+        if not path.exists():
+            return "missing"
+        if path.stat().st_size == 0:
+            return "empty"
+    return "plaintext" if is_legacy(path) else "sealed"
 
 
 def _when(obj: Mapping[str, Any], key: str, default: datetime) -> datetime:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from agentzero_store.acks import Ledger
 from agentzero_store.bm25_index import TantivyBm25
 from agentzero_store.config import Layout, StoreConfig
 from agentzero_store.embeddings import Embedder, as_vector
@@ -29,6 +30,7 @@ from agentzero_store.keys import StoreKeys, open_data_dir
 from agentzero_store.ops.lock import WriterLock, acquire_writer
 from agentzero_store.recall import rrf_fuse
 from agentzero_store.sidecar import Progress, SidecarStatus
+from agentzero_store.sources import SourceGuard, open_ledger
 
 from .chunking import DEFAULT_PARAMS, Chunk, ChunkParams, chunk_text
 from .feed import check_chunk_count
@@ -89,6 +91,7 @@ class DocumentStore:
         self.config = config
         self.chunking = chunking
         self._closed = False
+        self._ledger: Ledger | None = None  # the acknowledgement ledger, set by open()
         self.indexes = DocumentIndexes(
             layout,
             keys,
@@ -135,14 +138,28 @@ class DocumentStore:
             prompt=prompt,
             io=io,
         )
+        def writer() -> WriterLock:
+            return acquire_writer(
+                layout.root, timeout=config.writer_lock_timeout_s, purpose="document open"
+            )
+
         if readonly and not layout.rag_log.exists():
-            # The store exists (keys.json opened) but has no document yet: an empty log
-            # is the truth then, and creating it changes no data.
-            DocumentLog.open(layout.rag_log, keys, io=io).close()
+            # The store exists (keys.json opened) but has no document log: if the ledger
+            # says nothing was ever acknowledged in one, an empty log is the truth, and
+            # creating it changes no data (a lost log is refused here instead).
+            with open_ledger(layout, keys, writable=True) as ledger:
+                guard = SourceGuard(ledger, "documents", layout.rag_log, writer=writer)
+                DocumentLog.open(layout.rag_log, keys, io=io, acks=guard).close()
         # The log belongs to the store: it is created whenever the key header exists.
         doclog: DocumentLog | None = None
+        ledger = open_ledger(
+            layout, keys, writable=not readonly, flush_every=config.checkpoint_every
+        )
         try:
-            doclog = DocumentLog.open(layout.rag_log, keys, io=io, create=True, readonly=readonly)
+            guard = SourceGuard(ledger, "documents", layout.rag_log, writer=writer)
+            doclog = DocumentLog.open(
+                layout.rag_log, keys, io=io, create=True, readonly=readonly, acks=guard
+            )
             store = cls(
                 layout,
                 keys,
@@ -156,7 +173,9 @@ class DocumentStore:
         except BaseException:
             if doclog is not None:
                 doclog.close()
+            ledger.close()
             raise
+        store._ledger = ledger
         return store
 
     # ------------------------------------------------------------------ lifecycle
@@ -173,6 +192,8 @@ class DocumentStore:
                     log.warning("could not checkpoint %s on close: %s", sidecar, exc)
         self.indexes.close()
         self.log.close()
+        if self._ledger is not None:
+            self._ledger.close()
 
     def __enter__(self) -> DocumentStore:
         return self

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..acks import Source, SourceState, create_ledger
 from ..config import Layout, StoreConfig
 from ..errors import (
     CorruptStoreError,
@@ -194,6 +195,28 @@ class RestoreResult:
         return d
 
 
+def _restore_ledger(staging: Path, keys: StoreKeys, m: dict[str, Any], io: FileIO) -> None:
+    """The restored store's acknowledgement ledger: exactly what the (authenticated)
+    backup holds, so a later loss of it is detected like any other."""
+    states: dict[Source, SourceState] = {}
+    if m.get("memory_seq") is not None:
+        states["memory"] = SourceState(created=True, seq=int(m["memory_seq"]))
+    if m.get("log_seq") is not None:
+        from rag.maintenance import check_log  # lazily: the engine never imports rag eagerly
+
+        check = check_log(staging / LOG, keys)
+        if check.error is not None or check.seq != m["log_seq"]:
+            raise CorruptStoreError(
+                f"the backed-up log holds {check.seq} records; the manifest says "
+                f"{m['log_seq']}",
+                path=staging / LOG,
+            )
+        states["documents"] = SourceState(
+            created=True, seq=check.seq, generation=check.generation
+        )
+    create_ledger(staging, keys.ledger_key, keys.store_id, states, io=io)
+
+
 def restore_store(
     backup: Path | str, target: Path | str, cred: Credential, *, io: FileIO = DEFAULT_IO
 ) -> RestoreResult:
@@ -212,6 +235,7 @@ def restore_store(
             (staging / "rag").mkdir(parents=True, mode=0o700)
         for rel in m["files"]:
             atomic_write(staging / rel, (src / rel).read_bytes(), io=io)
+        _restore_ledger(staging, keys, m, io)
         with translate_os_errors("restoring into", dst):
             if dst.exists():
                 dst.rmdir()  # empty (checked above); rename cannot replace a directory

@@ -3,10 +3,17 @@
 The journal lives in keys.json itself. Steps, each safe to repeat::
 
     1. journal   keys.json += {"rotation": {id, new master sealed under the OLD master}}
-    2. memory    memory.db: PRAGMA rekey to the new SQLCipher subkey (one transaction)
-    3. log       rag/index.jsonl re-sealed under the new documents subkey (atomic_write)
-    4. sidecars  checkpoints under the old sidecar subkey removed (rebuilt on next open)
-    5. commit    keys.json: the credential's slot now wraps the new master; journal gone
+    2. memory    memory.db: PRAGMA rekey to the new SQLCipher subkey (one transaction),
+                 then reopened under the new key and every page checked: rekey answers
+                 ok even when a full disk kept it from rewriting the file
+    3. log       rag/index.jsonl re-sealed under the new documents subkey (atomic_write),
+                 then every record authenticated under the new key
+    4. ledger    sources.ledger re-sealed under the new ledger subkey (atomic_write)
+    5. sidecars  checkpoints under the old sidecar subkey removed (rebuilt on next open)
+    6. commit    keys.json: the credential's slot now wraps the new master; journal gone
+
+Any failure before step 6 raises a typed error and leaves the journal: the old key still
+opens the store, and `key rotate` (or the next open) resumes.
 
 The journal is durable before any file uses the new key, so no state exists in which
 data is under a key nobody can unwrap. While the journal exists, the credential still
@@ -32,9 +39,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..acks import SOURCES, Ledger, create_ledger
 from ..config import KdfParams, Layout, StoreConfig
 from ..crypto import InvalidTag, Sealer
-from ..errors import CorruptStoreError
+from ..errors import CorruptStoreError, StoreIOError
 from ..fileio import DEFAULT_IO, FileIO
 from ..keys import (
     KEY_BYTES,
@@ -125,12 +133,24 @@ def _rotate(
             new_master = _unseal_journal(layout, old, journal)
         new = StoreKeys(store_id=old.store_id, master=new_master)
         memory = _rekey_memory(layout.memory_db, old, new)
+        _verify_memory(layout.memory_db, new)
         log = False
         if layout.rag_log.exists():
-            from rag.maintenance import reseal_log  # lazily: the engine never imports rag eagerly
+            # lazily: the engine never imports rag eagerly
+            from rag.maintenance import check_log, reseal_log
 
             log = reseal_log(layout.rag_log, old, new, io=io)
-        dropped_sidecars = _drop_sidecar_checkpoints(layout, io)
+            check = check_log(layout.rag_log, new)
+            if check.error is not None:
+                raise CorruptStoreError(
+                    f"the re-sealed document log does not authenticate under the new key "
+                    f"({check.error.message})",
+                    path=layout.rag_log,
+                    hint="run `agentzero key rotate` again to finish; the old key still "
+                    "opens the store until the rotation commits",
+                )
+        _reseal_ledger(layout, old, new, io)
+        dropped_sidecars = drop_sidecar_checkpoints(layout, io)
         dropped_slots = _commit(layout, cred, slot, new, io)
     return RotateResult(
         str(layout.root), old.store_id, resumed, memory, log, dropped_sidecars, dropped_slots
@@ -169,8 +189,64 @@ def _rekey_memory(path: Path, old: StoreKeys, new: StoreKeys) -> bool:
     return True
 
 
-def _drop_sidecar_checkpoints(layout: Layout, io: FileIO) -> int:
-    """Step 4. Checkpoints sealed with the old sidecar subkey go; the next open rebuilds."""
+def _verify_memory(path: Path, new: StoreKeys) -> None:
+    """Before the commit forgets the old key: memory.db must open under the new key and
+    every page must pass its HMAC. ``PRAGMA rekey`` answers ok even when it could not
+    rewrite the file (a disk with less free space than memory.db's size)."""
+    if not path.exists():
+        return
+    try:
+        db = Database(path, new.sqlcipher_key, busy_timeout_ms=StoreConfig().busy_timeout_ms)
+    except CorruptStoreError as exc:
+        free = shutil.disk_usage(path.parent).free
+        size = path.stat().st_size
+        raise StoreIOError(
+            f"memory.db is still under the old key after PRAGMA rekey ({free:,} bytes free, "
+            f"{size:,} needed to rewrite it): the re-key did not take effect",
+            hint=f"free at least {size:,} bytes on {path.parent}, then run `agentzero key "
+            "rotate` to finish; the old key still opens the store until the rotation commits",
+        ) from exc
+    try:
+        bad = [str(r[0]) for r in db.query("PRAGMA cipher_integrity_check")]
+    finally:
+        db.close()
+    if bad:
+        raise CorruptStoreError(
+            f"memory.db fails its page check under the new key ({bad[0]})",
+            path=path,
+            hint="run `agentzero key rotate` again to finish; the old key still opens the "
+            "store until the rotation commits",
+        )
+
+
+def _reseal_ledger(layout: Layout, old: StoreKeys, new: StoreKeys, io: FileIO) -> None:
+    """The acknowledgement ledger under the new key (idempotent: already done is fine)."""
+    path = layout.ledger
+    if not path.exists():
+        create_ledger(layout.root, new.ledger_key, new.store_id, io=io)
+        return
+    for keys in (new, old):
+        try:
+            with Ledger(layout.root, keys.ledger_key, keys.store_id, writable=False) as ledger:
+                states = {source: ledger.state(source) for source in SOURCES}
+        except CorruptStoreError:
+            continue
+        if keys is new:
+            return
+        create_ledger(layout.root, new.ledger_key, new.store_id, states, io=io)
+        return
+    raise CorruptStoreError(
+        "the acknowledgement ledger opens under neither the old nor the new key",
+        path=path,
+        hint="finish with `agentzero store accept-loss` after the rotation, or restore a backup",
+    )
+
+
+def drop_sidecar_checkpoints(layout: Layout, io: FileIO) -> int:
+    """Every index checkpoint (and the log's replay catalog) goes; the next open rebuilds.
+
+    Step 5 of a rotation (they are sealed with the old sidecar subkey), and what
+    ``store accept-loss`` does (they may cover what was lost)."""
     n = 0
     if layout.rag_catalog.exists():  # sealed under the old key: ignored by now, so drop it
         io.unlink(layout.rag_catalog)
@@ -192,7 +268,7 @@ def _drop_sidecar_checkpoints(layout: Layout, io: FileIO) -> int:
 
 
 def _commit(layout: Layout, cred: Credential, slot: str, new: StoreKeys, io: FileIO) -> list[str]:
-    """Step 5, the commit point: one atomic rewrite of keys.json."""
+    """Step 6, the commit point: one atomic rewrite of keys.json."""
     header = read_header(layout)
     kdf = slot_kdf(layout, slot) or KdfParams()
     dropped = [str(s.get("id")) for s in header["slots"] if s.get("id") != slot]
@@ -203,4 +279,4 @@ def _commit(layout: Layout, cred: Credential, slot: str, new: StoreKeys, io: Fil
     return dropped
 
 
-__all__ = ["RotateResult", "resume_rotation", "rotate_keys"]
+__all__ = ["RotateResult", "drop_sidecar_checkpoints", "resume_rotation", "rotate_keys"]

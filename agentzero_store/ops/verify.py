@@ -22,11 +22,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..acks import FIX_LOSS, SOURCES, Ledger, Source, SourceState
 from ..config import Layout, StoreConfig
 from ..errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
 from ..keys import Credential, StoreKeys, read_header, unlock_slot
 from ..sidecar import MANIFEST, Sidecar
 from ..sidecar_types import Change
+from ..sources import judge_documents, judge_memory, memory_seq
 from ..sqlcipher import Database
 
 Severity = Literal["error", "note"]
@@ -35,6 +37,7 @@ FIX_RESTORE = "agentzero store restore BACKUP --data-dir NEW_DIR (then point age
 FIX_SALVAGE = "agentzero rag salvage RECOVERED.jsonl (then replace rag/index.jsonl with it)"
 FIX_REBUILD = "agentzero store rebuild"
 FIX_ROTATE = "agentzero key rotate"
+FIX_ACCEPT = FIX_LOSS
 _PAGE = re.compile(r"page (\d+)")
 
 
@@ -102,17 +105,96 @@ def verify_store(root: Path | str, cred: Credential) -> VerifyReport:
             )
         )
         return report
-    memory_seq = _check_memory(layout, keys, report)
-    log_state = _check_log(layout, keys, report)
+    acked = _check_ledger(layout, keys, report)
+    memory_seq = _check_memory(layout, keys, report, acked["memory"])
+    log_state = _check_log(layout, keys, report, acked["documents"])
     _check_sidecars(layout, keys, memory_seq, log_state, report)
     return report
 
 
-# ---------------------------------------------------------------------- memory.db
-def _check_memory(layout: Layout, keys: StoreKeys, report: VerifyReport) -> int | None:
-    path = layout.memory_db
+# ---------------------------------------------------------------------- the ledger
+def _check_ledger(
+    layout: Layout, keys: StoreKeys, report: VerifyReport
+) -> dict[Source, SourceState]:
+    """What the ledger says was acknowledged (a source it cannot vouch for: nothing)."""
+    states: dict[Source, SourceState] = {s: SourceState() for s in SOURCES}
+    path = layout.ledger
     if not path.exists():
-        report.checked["memory_db"] = "absent (no memory written yet)"
+        if keys.acks_required:
+            report.findings.append(
+                Finding(
+                    str(path),
+                    None,
+                    "the acknowledgement ledger is missing: whether a source lost "
+                    "acknowledged data cannot be told",
+                    FIX_ACCEPT,
+                )
+            )
+        else:
+            report.findings.append(
+                Finding(
+                    str(path),
+                    None,
+                    "no acknowledgement ledger yet (a store from before it); the next open "
+                    "starts one from the sources as they are",
+                    "none needed",
+                    "note",
+                )
+            )
+        return states
+    try:
+        ledger = Ledger(layout.root, keys.ledger_key, keys.store_id, writable=False)
+    except AgentZeroStoreError as exc:
+        report.findings.append(Finding(str(path), None, exc.message, FIX_ACCEPT))
+        return states
+    with ledger:
+        for source in SOURCES:
+            got = ledger.read(source)
+            if got.state is None:
+                report.findings.append(
+                    Finding(
+                        str(path),
+                        f"{source} entry",
+                        "no slot of this entry authenticates",
+                        FIX_ACCEPT,
+                    )
+                )
+                continue
+            if got.damaged:
+                report.findings.append(
+                    Finding(
+                        str(path),
+                        f"{source} entry, slot {got.damaged[0]}",
+                        "a slot does not authenticate (a torn update); the other holds the "
+                        "state and the next update rewrites it",
+                        "none needed",
+                        "note",
+                    )
+                )
+            states[source] = got.state
+    report.checked["acknowledged"] = {
+        source: {
+            "created": st.created,
+            "seq": st.seq,
+            **({"generation": st.generation} if source == "documents" else {}),
+            "accepted_losses": len(st.losses),
+        }
+        for source, st in states.items()
+    }
+    return states
+
+
+# ---------------------------------------------------------------------- memory.db
+def _check_memory(
+    layout: Layout, keys: StoreKeys, report: VerifyReport, acked: SourceState
+) -> int | None:
+    path = layout.memory_db
+    if not path.exists() or path.stat().st_size == 0:
+        # Never opened here: SQLite would write a header into an empty file.
+        if (problem := judge_memory(acked, present=False, seq=0)) is not None:
+            report.findings.append(Finding(str(path), None, problem, FIX_ACCEPT))
+        else:
+            report.checked["memory_db"] = "absent (no memory written yet)"
         return None
     db = None
     try:
@@ -124,18 +206,14 @@ def _check_memory(layout: Layout, keys: StoreKeys, report: VerifyReport) -> int 
             report.findings.append(
                 Finding(str(path), None, f"integrity_check: {line}", FIX_RESTORE)
             )
-        seq = 0
-        if db.query("SELECT 1 FROM sqlite_master WHERE name = 'meta'"):  # else: never migrated
-            if db.get_meta("store_id") != keys.store_id:
-                report.findings.append(
-                    Finding(
-                        str(path),
-                        "meta.store_id",
-                        "memory.db belongs to another store",
-                        FIX_RESTORE,
-                    )
-                )
-            seq = int(db.query("SELECT coalesce(max(seq), 0) FROM changes")[0][0])
+        migrated = bool(db.query("SELECT 1 FROM sqlite_master WHERE name = 'meta'"))
+        if migrated and db.get_meta("store_id") != keys.store_id:
+            report.findings.append(
+                Finding(str(path), "meta.store_id", "memory.db is another store's", FIX_RESTORE)
+            )
+        seq = memory_seq(db)
+        if (problem := judge_memory(acked, present=True, seq=seq)) is not None:
+            report.findings.append(Finding(str(path), f"seq {seq}", problem, FIX_ACCEPT))
         report.checked["memory_db"] = {"pages_checked": True, "seq": seq}
         return seq
     except AgentZeroStoreError as exc:
@@ -160,13 +238,32 @@ class _LogState:
     chunking_id: str
 
 
-def _check_log(layout: Layout, keys: StoreKeys, report: VerifyReport) -> _LogState | None:
+def _check_log(
+    layout: Layout, keys: StoreKeys, report: VerifyReport, acked: SourceState
+) -> _LogState | None:
     path = layout.rag_log
-    if not path.exists():
-        report.checked["document_log"] = "absent (no document ingested yet)"
-        return None
     from rag.chunking import DEFAULT_PARAMS  # lazily: the engine never imports rag eagerly
-    from rag.maintenance import check_log
+    from rag.maintenance import check_log, log_kind
+
+    kind = log_kind(path)
+    if kind != "sealed":
+        problem = judge_documents(acked, kind=kind)
+        if problem is not None:
+            report.findings.append(Finding(str(path), None, problem, FIX_ACCEPT))
+        elif kind == "plaintext":
+            report.findings.append(
+                Finding(
+                    str(path),
+                    None,
+                    "a plaintext legacy log (this store never had a sealed one); it is "
+                    "sealed on the next read-write open",
+                    "none needed (or any agentzero rag write command)",
+                    "note",
+                )
+            )
+        else:
+            report.checked["document_log"] = f"{kind} (no document ingested yet)"
+        return None
 
     try:
         check = check_log(path, keys)
@@ -191,6 +288,9 @@ def _check_log(layout: Layout, keys: StoreKeys, report: VerifyReport) -> _LogSta
         )
     report.checked["document_log"] = {"records": check.seq, "live": check.live}
     assert check.generation is not None
+    problem = judge_documents(acked, kind="sealed", generation=check.generation, seq=check.seq)
+    if problem is not None:
+        report.findings.append(Finding(str(path), f"byte {check.size}", problem, FIX_ACCEPT))
     return _LogState(check.seq, check.generation, DEFAULT_PARAMS.id)
 
 

@@ -89,7 +89,14 @@ def test_rotate_drops_the_log_catalog_sealed_under_the_old_key(
     assert answers(populated) == before
 
 
-STEPS = ["_rekey_memory", "reseal_log", "_drop_sidecar_checkpoints", "_commit"]
+STEPS = [
+    "_rekey_memory",
+    "_verify_memory",
+    "reseal_log",
+    "_reseal_ledger",
+    "drop_sidecar_checkpoints",
+    "_commit",
+]
 
 
 class Crash(BaseException):
