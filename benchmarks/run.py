@@ -6,7 +6,7 @@
     .venv/bin/python benchmarks/run.py --setup-peers   # Chroma, LanceDB in benchmarks/.peers-venv
 
 Groups (``--only``): memory (append, rebuild, open, recall), rss, chroma, lancedb, bm25,
-scifact.
+blinded, scifact, ledger (what the acknowledgement ledger adds to single writes).
 Prints a markdown table (figure, ours, anchor, ratio, goal, pass) and writes JSON
 (default ``bench-out/results.json``). Speed figures are ratios against an anchor measured
 in the same run, ours and anchor interleaved, median over trials: absolute numbers on a
@@ -35,7 +35,7 @@ sys.path[:0] = [str(HERE), str(REPO)]
 
 from _harness import Figure, Skipped, table  # noqa: E402
 
-GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact")
+GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger")
 NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
 
@@ -121,6 +121,11 @@ def main(argv: list[str] | None = None) -> int:
                 skipped.append(got_bl)
             else:
                 figures += got_bl
+        if "ledger" in args.groups:
+            import _ledger
+
+            progress("ledger: single append and ingest with the acknowledgement ledger on/off")
+            figures += _ledger.run(Path(tmp), quick=args.quick)
         if "scifact" in args.groups:
             import _rag
 

@@ -49,6 +49,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from agentzero_store.acks import SourceState
 from agentzero_store.errors import (
     CorruptStoreError,
     InvalidArgumentError,
@@ -176,6 +177,10 @@ class DocumentLog(LogReader):
 
     def _load(self) -> None:
         """Replay the whole file into memory (ids and offsets only; texts stay on disk)."""
+        # The ledger is read BEFORE the file: whatever it says was acknowledged had been
+        # fsynced into the file first, so a writer appending meanwhile cannot make this
+        # reader see fewer records than the ledger it read.
+        acked = self._acks.state() if self._acks is not None else None
         with translate_os_errors("opening", self.path):
             self._rfd = os.open(self.path, os.O_RDONLY)
         fd = self._rfd
@@ -184,7 +189,7 @@ class DocumentLog(LogReader):
             state = replay(f, self._checker, resume=lambda gen, at: self._catalog.load(fd, gen, at))
         # Checked against the ledger before the torn tail is cut: a log that holds less
         # than was acknowledged is refused untouched.
-        self._check_acks(state.header.generation, len(state.slots))
+        self._check_acks(acked, state.header.generation, len(state.slots))
         if not self.readonly:
             self._file = AppendFile(self.path, io=self._io)
             if state.torn is not None:
@@ -203,11 +208,10 @@ class DocumentLog(LogReader):
         self._size = state.size
         self._covered = state.covered
 
-    def _check_acks(self, generation: str, seq: int) -> None:
+    def _check_acks(self, state: SourceState | None, generation: str, seq: int) -> None:
         acks = self._acks
-        if acks is None:
+        if acks is None or state is None:
             return
-        state = acks.state()
         problem = judge_documents(state, kind="sealed", generation=generation, seq=seq)
         if problem is not None and self.readonly:
             # A reader takes no lock: a compaction may have moved the ledger on between
@@ -216,10 +220,10 @@ class DocumentLog(LogReader):
             problem = judge_documents(state, kind="sealed", generation=generation, seq=seq)
         if problem is not None:
             raise loss_error(problem, self.path)
-        if self.readonly:
-            return
         if not state.created:
-            acks.adopt(seq, generation)  # a store from before the ledger
+            acks.adopt(seq, generation)  # a store from before the ledger (any open records it)
+        elif self.readonly:
+            return
         elif state.pending is not None and generation == state.pending[0]:
             acks.end_generation(generation, seq)  # a compaction (maybe interrupted) landed
         elif state.generation != generation:

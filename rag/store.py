@@ -152,9 +152,9 @@ class DocumentStore:
                 DocumentLog.open(layout.rag_log, keys, io=io, acks=guard).close()
         # The log belongs to the store: it is created whenever the key header exists.
         doclog: DocumentLog | None = None
-        ledger = open_ledger(
-            layout, keys, writable=not readonly, flush_every=config.checkpoint_every
-        )
+        # Writable even for a read-only open: a store from before the ledger is recorded
+        # by whichever open comes first (under the writer lock); nothing else is written.
+        ledger = open_ledger(layout, keys, writable=True, flush_every=config.checkpoint_every)
         try:
             guard = SourceGuard(ledger, "documents", layout.rag_log, writer=writer)
             doclog = DocumentLog.open(

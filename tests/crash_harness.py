@@ -70,6 +70,12 @@ def prepare(scenario: str, root: Path) -> list[str]:
 def run_loop(scenario: str, workdir: Path, seed: int, max_delay: float = 0.5) -> LoopResult:
     """One loop: prepare, run the child, kill it at a random instant, check."""
     root = workdir / f"{scenario}-{seed}"
+    tokens, n_acked = kill_child(scenario, root, seed, max_delay)
+    return check(scenario, root, tokens, n_acked)
+
+
+def kill_child(scenario: str, root: Path, seed: int, max_delay: float) -> tuple[list[str], int]:
+    """Prepare, run the child, SIGKILL it at a random instant; the tokens it acknowledged."""
     tokens = prepare(scenario, root)
     # -P: the script's folder (tests/, which holds a ``rag`` test package) must not
     # shadow the code under test; PYTHONPATH names the checkout this test runs from.
@@ -93,7 +99,89 @@ def run_loop(scenario: str, workdir: Path, seed: int, max_delay: float = 0.5) ->
     # Only complete lines count: a line cut by the kill was never fully printed.
     lines = [first] + [ln for ln in rest.splitlines(keepends=True) if ln.endswith("\n")]
     acked = [ln.split()[1] for ln in lines if ln.startswith("ACK ")]
-    return check(scenario, root, tokens + acked, sum(not a.startswith("try-") for a in acked))
+    return tokens + acked, sum(not a.startswith("try-") for a in acked)
+
+
+DAMAGES = {
+    "memory_append": ("wal_deleted", "db_deleted"),
+    "doc_ingest": ("log_deleted", "log_emptied", "log_truncated"),
+    "compact": ("log_deleted", "log_emptied", "log_truncated"),
+}
+
+
+@dataclass
+class DamageResult:
+    """What a damaged source did to the next open."""
+
+    scenario: str
+    damage: str
+    acked: int
+    detected: bool = False
+    lost: list[str] = field(default_factory=list)  # acknowledged, gone, and NOT detected
+    overwritten: bool = False  # the refused open changed a source byte
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Detected or nothing lost, and nothing overwritten."""
+        return not self.lost and not self.overwritten
+
+
+def _damage(root: Path, damage: str, rng: random.Random) -> str:
+    layout = Layout(root)
+    if damage == "wal_deleted":
+        wal = root / "memory.db-wal"
+        size = wal.stat().st_size if wal.exists() else 0
+        wal.unlink(missing_ok=True)
+        return f"WAL of {size} bytes deleted"
+    if damage == "db_deleted":
+        layout.memory_db.unlink()
+        (root / "memory.db-wal").unlink(missing_ok=True)
+        return "memory.db deleted"
+    log = layout.rag_log
+    if damage == "log_deleted":
+        log.unlink()
+        return "log deleted"
+    if damage == "log_emptied":
+        log.write_bytes(b"")
+        return "log emptied"
+    starts, at = [], 0
+    for line in log.read_bytes().splitlines(keepends=True):
+        starts.append(at)
+        at += len(line)
+    keep = rng.randrange(1, max(2, len(starts)))  # the header and fewer than all records
+    with open(log, "r+b") as f:
+        f.truncate(starts[keep])
+    return f"log cut to {keep - 1} of {len(starts) - 1} records"
+
+
+def _sources(root: Path) -> dict[str, bytes | None]:
+    layout = Layout(root)
+    return {
+        str(p): (p.read_bytes() if p.exists() else None)
+        for p in (layout.memory_db, root / "memory.db-wal", layout.rag_log)
+    }
+
+
+def run_damage_loop(scenario: str, damage: str, workdir: Path, seed: int) -> DamageResult:
+    """kill -9 a writer, damage a source the way a careless user or a disk would, reopen:
+    the loss is detected (``SourceLossError``, sources untouched) or nothing acknowledged
+    is missing."""
+    root = workdir / f"{scenario}-{damage}-{seed}"
+    tokens, n_acked = kill_child(scenario, root, seed, 0.5)
+    result = DamageResult(scenario, damage, n_acked)
+    result.detail = _damage(root, damage, random.Random(seed))
+    before = _sources(root)
+    loss = check(scenario, root, tokens, n_acked)
+    if not loss.opened:
+        result.detected = "SourceLossError" in loss.detail
+        result.detail += f"; {loss.detail}"
+        if not result.detected:
+            result.lost = ["(refused with another error)"]
+        result.overwritten = _sources(root) != before
+        return result
+    result.lost = loss.lost
+    return result
 
 
 def _credential(scenario: str, root: Path, acked: list[str], result: LoopResult) -> str | None:
@@ -150,4 +238,14 @@ def check(scenario: str, root: Path, tokens: list[str], n_acked: int) -> LoopRes
     return result
 
 
-__all__ = ["SCENARIOS", "LoopResult", "check", "prepare", "run_loop"]
+__all__ = [
+    "DAMAGES",
+    "SCENARIOS",
+    "DamageResult",
+    "LoopResult",
+    "check",
+    "kill_child",
+    "prepare",
+    "run_damage_loop",
+    "run_loop",
+]

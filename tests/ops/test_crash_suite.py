@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ..crash_harness import SCENARIOS, run_loop
+from ..crash_harness import DAMAGES, SCENARIOS, run_damage_loop, run_loop
 
 
 @pytest.mark.crash
@@ -29,3 +29,29 @@ def test_kill9(tmp_path: Path, scenario: str, seed: int) -> None:
 def test_kill9_soak(tmp_path: Path, scenario: str, seed: int) -> None:
     r = run_loop(scenario, tmp_path, seed)
     assert r.ok, (r.lost, r.opened, r.detail)
+
+
+DAMAGE_CASES = [(s, d) for s, ds in sorted(DAMAGES.items()) for d in ds]
+
+
+@pytest.mark.crash
+@pytest.mark.parametrize(("scenario", "damage"), DAMAGE_CASES)
+def test_kill9_then_source_damage_is_detected_never_silent(
+    tmp_path: Path, scenario: str, damage: str
+) -> None:
+    r = run_damage_loop(scenario, damage, tmp_path, seed=7)
+    assert r.acked > 0
+    assert r.ok, (r.lost, r.overwritten, r.detail)
+    if damage in ("db_deleted", "log_deleted", "log_emptied"):
+        assert r.detected, r.detail  # acknowledged data was there: its loss must show
+
+
+@pytest.mark.crash
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(200, 215))
+@pytest.mark.parametrize(("scenario", "damage"), DAMAGE_CASES)
+def test_kill9_then_source_damage_soak(
+    tmp_path: Path, scenario: str, damage: str, seed: int
+) -> None:
+    r = run_damage_loop(scenario, damage, tmp_path, seed)
+    assert r.ok, (r.lost, r.overwritten, r.detail)

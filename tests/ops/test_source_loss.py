@@ -323,3 +323,46 @@ def test_both_ledger_slots_damaged_is_an_error(data_dir: Path) -> None:
         raw[HEADER_BYTES + slot * SLOT_BYTES + 40] ^= 0xFF
     ledger.write_bytes(bytes(raw))
     assert_refused(cli(data_dir, "rag", "query", "subject", check=False), "ledger")
+
+
+# ------------------------------------------------------------------ stores from before the ledger
+def make_pre_ledger(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turn a store into one written before the ledger existed: its slot does not bind a
+    ledger, and there is none."""
+    import functools
+
+    from agentzero_store import keys as keys_mod
+    from agentzero_store.config import FAST_KDF_FOR_TESTS, Layout
+    from agentzero_store.keys import Credential
+
+    layout, cred = Layout(root), Credential.from_passphrase(PASSPHRASE)
+    k = keys_mod.unlock(layout, cred)
+    with monkeypatch.context() as m:
+        m.setattr(keys_mod, "_slot_aad", functools.partial(keys_mod._slot_aad, acks=False))
+        header = keys_mod.read_header(layout)
+        header["slots"] = [
+            keys_mod.new_slot("primary", cred, k.master, k.store_id, FAST_KDF_FOR_TESTS)
+        ]
+        keys_mod.write_header(layout, header)
+    (root / "sources.ledger").unlink()
+    assert not keys_mod.unlock(layout, cred).acks_required
+
+
+def test_a_store_from_before_the_ledger_is_upgraded_once_then_protected(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs_store(data_dir, 30)
+    memories(data_dir, 12)
+    make_pre_ledger(data_dir, monkeypatch)
+    rep = js(cli(data_dir, "store", "verify", "--json"))
+    assert rep["clean"] and [f["severity"] for f in rep["findings"]] == ["note"]
+    # The first opens start the ledger from the sources as they are.
+    assert len(js(cli(data_dir, "rag", "list", "--json"))) == 30
+    cli(data_dir, "memory", "recent", "--json")
+    rep = js(cli(data_dir, "store", "verify", "--json"))
+    assert rep["clean"] and rep["findings"] == []
+    assert rep["checked"]["acknowledged"]["documents"]["seq"] == 30
+    assert rep["checked"]["acknowledged"]["memory"]["seq"] == 12
+    # From now on the slot binds the ledger: deleting it is a loss, not an old store.
+    (data_dir / "sources.ledger").unlink()
+    assert_refused(cli(data_dir, "rag", "list", check=False), "ledger is missing")
