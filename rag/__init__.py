@@ -1,17 +1,22 @@
 """rag: the encrypted document store (sealed JSONL log + BM25/HNSW sidecars)."""
 
 from .chunking import Chunk, ChunkParams, chunk_text
+from .files import DirReport
 from .query import DocumentHit
 from .records import DocumentRecord
+from .sources import MAX_FILE_BYTES, FileIssue
 from .store import DocInput, DocumentStore, IngestResult
 
 __all__ = [
+    "MAX_FILE_BYTES",
     "Chunk",
     "ChunkParams",
+    "DirReport",
     "DocInput",
     "DocumentHit",
     "DocumentRecord",
     "DocumentStore",
+    "FileIssue",
     "IngestResult",
     "chunk_text",
 ]

@@ -26,7 +26,9 @@ from agentzero_store.cli_common import (
 from agentzero_store.config import Layout
 from agentzero_store.errors import InvalidArgumentError, NotFoundError
 
+from .files import DirReport, ingest_scan, scan_dir
 from .query import MODES, DocumentHit
+from .sources import MAX_FILE_BYTES
 from .store import DocInput, DocumentStore
 
 app = typer.Typer(no_args_is_help=True)
@@ -61,6 +63,22 @@ def _hits_table(hits: list[DocumentHit]) -> None:
     out.print(t)
 
 
+# Exit status of `rag ingest DIR` when some files FAILED (too large, not UTF-8,
+# unreadable, refused by the store): the report is printed and every other file is in.
+# Files skipped by policy (symlinks out of the folder, FIFOs, devices, /proc, empty
+# files) are listed but leave the exit status 0: skipping them is the intended outcome.
+FILES_FAILED_EXIT = 7
+
+MaxBytesOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-bytes",
+        min=1,
+        help="Refuse files larger than this many bytes (checked before a file is read).",
+    ),
+]
+
+
 @app.command()
 @cli_command
 def ingest(
@@ -72,10 +90,18 @@ def ingest(
     file: Annotated[Path | None, typer.Option("--file", help="One file to ingest.")] = None,
     title: Annotated[str | None, typer.Option(help="Title (with --text).")] = None,
     metadata: Annotated[str, typer.Option(help="JSON object (with --text).")] = "{}",
+    max_bytes: MaxBytesOpt = MAX_FILE_BYTES,
     embedder: EmbedderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Ingest text (--id/--text), a file (--file) or a directory of .txt/.md files."""
+    """Ingest text (--id/--text), a file (--file) or a directory of .txt/.md files.
+
+    A directory is never left: symlinks leading out of it, symlinks to folders, FIFOs,
+    devices, sockets and anything under /proc are skipped, and a bad file (too large,
+    not UTF-8, unreadable) fails alone. Each such path is listed with its reason. Exit
+    status 0 when nothing failed (skips are policy), 7 when some file failed (the rest
+    was ingested).
+    """
     if sum(x is not None for x in (path, text, file)) != 1:
         raise InvalidArgumentError("give exactly one of: PATH, --file, or --id with --text")
     with open_store(embedder) as store:
@@ -87,27 +113,38 @@ def ingest(
             except json.JSONDecodeError as exc:
                 raise InvalidArgumentError(f"--metadata is not JSON: {exc}") from exc
             result: Any = store.ingest_many([DocInput(doc_id, text, title, None, meta)])[0]
-        elif file is not None or (path is not None and path.is_file()):
-            result = store.ingest_file(file or path, doc_id)  # type: ignore[arg-type]
+        elif file is not None or (path is not None and not path.is_dir()):
+            one = file or path
+            assert one is not None
+            result = store.ingest_file(one, doc_id, max_bytes=max_bytes)
         else:
             assert path is not None
-            if not path.is_dir():
-                raise InvalidArgumentError(f"{path} is not a file or directory")
-            from .files import ingest_dir, iter_documents
+            scan = scan_dir(path, max_bytes=max_bytes)
+            with progress("ingesting", len(scan.files)) as advance:
+                result = ingest_scan(store, scan, advance)
+    emit(result, lambda: _describe(result))
+    if isinstance(result, DirReport) and result.failed:
+        if not STATE.json:
+            n = len(result.failed)
+            err.print(
+                f"[bold red]error:[/] {n} file{'s' if n > 1 else ''} failed (listed above); "
+                "every other file was ingested"
+            )
+        raise typer.Exit(FILES_FAILED_EXIT)
 
-            total = sum(1 for _ in iter_documents(path))
-            with progress("ingesting", total) as advance:
-                result = ingest_dir(store, path, advance)
-    emit(result, lambda: out.print(_describe(result)))
 
-
-def _describe(result: Any) -> str:
-    d = result.to_dict()
-    if "added" in d:
-        skipped = f", {len(d['skipped'])} skipped" if d["skipped"] else ""
-        return f"added {d['added']}, updated {d['updated']}, unchanged {d['unchanged']}{skipped}"
-    state = "stored" if d["changed"] else "unchanged"
-    return f"{d['id']}: {state} ({d['chunks']} chunks)"
+def _describe(result: Any) -> None:
+    if isinstance(result, DirReport):
+        counts = f"added {result.added}, updated {result.updated}, unchanged {result.unchanged}"
+        counts += f", {len(result.skipped)} skipped" if result.skipped else ""
+        counts += f", {len(result.failed)} failed" if result.failed else ""
+        out.print(counts)
+        for word, issues in (("skipped", result.skipped), ("failed", result.failed)):
+            for issue in issues:
+                out.print(f"  {word} {issue.path}: {issue.reason}", markup=False)
+        return
+    state = "stored" if result.changed else "unchanged"
+    out.print(f"{result.id}: {state} ({result.chunks} chunks)")
 
 
 @app.command()
@@ -246,13 +283,16 @@ def watch(
     debounce: Annotated[
         float, typer.Option(min=0.0, help="Seconds a file must be quiet before it is synced.")
     ] = 0.3,
+    max_bytes: MaxBytesOpt = MAX_FILE_BYTES,
     embedder: EmbedderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Sync a folder into the store, then follow its changes until Ctrl-C or SIGTERM.
 
     One line per change: rich on stderr, or JSON lines on stdout with --json. Only
-    documents whose source file lies in FOLDER are ever deleted.
+    documents whose source file lies in FOLDER are ever deleted. Files are found and
+    read as `rag ingest DIR` does: a path it would skip or fail is a "skipped" or
+    "failed" line with its reason, and the watcher goes on.
     """
     from .watch import Change, FolderSync, SyncSummary, stop_on_signals
 
@@ -264,7 +304,7 @@ def watch(
             err.print(str(item), markup=False)
 
     with open_store(embedder) as store:
-        sync = FolderSync(store, folder, debounce=debounce, on_change=show)
+        sync = FolderSync(store, folder, debounce=debounce, on_change=show, max_bytes=max_bytes)
         with stop_on_signals(sync):
             sync.start()  # watches first, so nothing changed during the sync is missed
             show(SyncSummary.of(sync.root, sync.initial_sync()))

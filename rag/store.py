@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,10 @@ from .indexes import DocumentIndexes, vectors_fit
 from .log import DocumentLog
 from .query import MODES, DocumentHit, QueryMode, roll_up
 from .records import ChunkVectors, DocumentRecord, Upsert, content_hash
+from .sources import MAX_FILE_BYTES
+
+if TYPE_CHECKING:
+    from .files import DirReport
 
 log = logging.getLogger(__name__)
 
@@ -290,18 +294,36 @@ class DocumentStore:
             out.append(ChunkVectors(self.embedder.model_id, dim, self.chunking.id, block.tobytes()))
         return out
 
-    def ingest_file(self, path: Path | str, doc_id: str | None = None) -> IngestResult:
-        """Ingest one text file (id: ``doc_id`` or the file name)."""
+    def ingest_file(
+        self, path: Path | str, doc_id: str | None = None, *, max_bytes: int = MAX_FILE_BYTES
+    ) -> IngestResult:
+        """Ingest one text file (id: ``doc_id`` or the file name).
+
+        A FIFO, device, folder, anything under /proc, a file over ``max_bytes`` (checked
+        before reading) or not UTF-8 is refused (``InvalidArgumentError``); an OS error
+        is a ``StoreIOError``.
+        """
         from .files import read_document
 
-        d = read_document(Path(path), doc_id=doc_id)
+        d = read_document(Path(path), doc_id=doc_id, max_bytes=max_bytes)
         return self.ingest_many([d])[0]
 
-    def ingest_dir(self, root: Path | str, progress: Callable[[int], None] | None = None) -> int:
-        """Ingest every .txt/.md file under ``root``; returns how many documents it holds."""
+    def ingest_dir(
+        self,
+        root: Path | str,
+        progress: Callable[[int], None] | None = None,
+        *,
+        max_bytes: int = MAX_FILE_BYTES,
+    ) -> DirReport:
+        """Ingest every .txt/.md file under ``root`` (ids = relative paths).
+
+        Never leaves ``root``: symlinks out of it, FIFOs, devices, sockets and /proc are
+        skipped; a file over ``max_bytes``, not UTF-8 or unreadable fails alone. The
+        report lists each such path with a reason (``skipped`` and ``failed``).
+        """
         from .files import ingest_dir
 
-        return ingest_dir(self, Path(root), progress).total
+        return ingest_dir(self, Path(root), progress, max_bytes=max_bytes)
 
     def delete(self, doc_id: str) -> bool:
         """Delete a document (a tombstone in the log). True if it existed."""

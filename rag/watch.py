@@ -15,6 +15,7 @@ left alone even when their id collides with a path here.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -41,9 +42,18 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from agentzero_store.errors import AgentZeroStoreError, InvalidArgumentError
+from agentzero_store.errors import AgentZeroStoreError
 
-from .files import BATCH, doc_id_for, is_document, iter_documents, read_document
+from .files import BATCH, doc_id_for, document_of
+from .sources import (
+    DEFAULT_SOURCE_IO,
+    MAX_FILE_BYTES,
+    FileIssue,
+    Scanner,
+    SourceFile,
+    SourceIO,
+    is_document,
+)
 from .store import DocInput, DocumentStore
 
 log = logging.getLogger(__name__)
@@ -66,8 +76,10 @@ WATCHED_EVENTS: list[type[FileSystemEvent]] = [
     DirMovedEvent,
 ]
 
-Kind = Literal["ingested", "deleted", "unchanged", "skipped"]
-KINDS: tuple[Kind, ...] = ("ingested", "deleted", "unchanged", "skipped")
+# skipped: left out by policy (symlink out of the folder, FIFO, device, empty file);
+# failed: an error to look at (too large, not UTF-8, unreadable, refused by the store).
+Kind = Literal["ingested", "deleted", "unchanged", "skipped", "failed"]
+KINDS: tuple[Kind, ...] = ("ingested", "deleted", "unchanged", "skipped", "failed")
 
 
 @dataclass(frozen=True)
@@ -77,13 +89,16 @@ class Change:
     event: Kind
     id: str | None
     path: str
-    reason: str | None = None  # why a file was skipped
+    reason: str | None = None  # why a file was skipped or failed
+    code: str | None = None  # the same, as a stable name (see rag.sources)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (``reason`` only when there is one)."""
+        """JSON-ready dict (``reason`` and ``code`` only when there is one)."""
         d: dict[str, Any] = {"event": self.event, "id": self.id, "path": self.path}
         if self.reason is not None:
             d["reason"] = self.reason
+        if self.code is not None:
+            d["code"] = self.code
         return d
 
     def __str__(self) -> str:
@@ -147,6 +162,8 @@ class FolderSync:
     ``apply(events)`` is the synchronous core (no threads, no timing) that tests drive;
     ``start`` adds the inotify observer feeding a ``Debouncer``; ``run`` applies due paths
     on the calling thread (the only thread that touches the store) until ``stop``.
+    Paths are found and read as ``ingest_dir`` does (``rag.sources``): never outside the
+    folder, never a FIFO, device or /proc, never more than ``max_bytes``.
     """
 
     def __init__(
@@ -157,13 +174,14 @@ class FolderSync:
         debounce: float = DEBOUNCE,
         on_change: Callable[[Change], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        max_bytes: int = MAX_FILE_BYTES,
+        io: SourceIO = DEFAULT_SOURCE_IO,
     ) -> None:
-        root = Path(root)
-        if not root.is_dir():
-            raise InvalidArgumentError(f"{root} is not a directory")
+        self.scanner = Scanner(Path(root).expanduser(), max_bytes=max_bytes, io=io)
         self.store = store
         # Resolved once: source paths are stored resolved, and events arrive under it.
-        self.root = root.resolve()
+        assert self.scanner.root is not None
+        self.root = self.scanner.root
         self.on_change = on_change
         self.pending = Debouncer(debounce, max(MAX_DELAY, debounce), clock)
         self._wake = threading.Event()
@@ -185,18 +203,21 @@ class FolderSync:
 
     def reconcile(self, marks: Mapping[Path, bool]) -> list[Change]:
         """Make the store match the disk for these paths (path → was a directory)."""
-        files: dict[str, Path] = {}  # id → file to (re-)ingest
+        files: dict[str, SourceFile] = {}  # id → file to (re-)ingest
+        issues: dict[str, FileIssue] = {}  # path → why it is left out
         gone: set[str] = set()  # ids whose file is no longer there
         for path, is_dir in marks.items():
-            if path.is_dir():
-                files.update((self._id(p), p) for p in iter_documents(path))
-            elif path.is_file() and is_document(path):
-                files[self._id(path)] = path
-            elif not path.exists() and is_document(path):
-                gone.add(self._id(path))
-            if is_dir or path.is_dir():  # a folder came, went or moved: sweep below it
+            if not os.path.lexists(path):
+                if is_document(path):
+                    gone.add(self._id(path))
+            else:
+                found = self.scanner.scan(path)
+                files.update((f.id, f) for f in found.files)
+                issues.update((i.path, i) for i in found.issues)
+            # (os.path.isdir, not Path.is_dir: it answers False on any OSError, never raises)
+            if is_dir or os.path.isdir(path):  # a folder came, went or moved: sweep below it
                 gone |= self._vanished_under(path)
-        docs, changes, vanished = self._read(files)
+        docs, changes, vanished = self._read(files, issues.values())
         for i in range(0, len(docs), BATCH):
             changes += self._ingest(docs[i : i + BATCH])
         changes += self._delete(sorted((gone - files.keys()) | vanished))
@@ -221,28 +242,40 @@ class FolderSync:
         return {
             i
             for i in self.store.log.ids()
-            if i.startswith(prefix) and not (self.root / i).is_file() and self._owned(i)
+            if i.startswith(prefix) and not os.path.lexists(self.root / i) and self._owned(i)
         }
 
-    def _read(self, files: Mapping[str, Path]) -> tuple[list[DocInput], list[Change], set[str]]:
-        """(documents to ingest, files skipped, ids whose file vanished before reading)."""
+    def _read(
+        self, files: Mapping[str, SourceFile], issues: Iterable[FileIssue]
+    ) -> tuple[list[DocInput], list[Change], set[str]]:
+        """(documents to ingest, files left out, ids whose file vanished before reading).
+
+        A file left out keeps the version the store holds (as an empty file does): the
+        watcher deletes a document only when its file is gone.
+        """
         docs: list[DocInput] = []
-        skipped: list[Change] = []
+        left_out: list[Change] = []
         vanished: set[str] = set()
-        for doc_id, path in sorted(files.items()):
-            try:
-                doc = read_document(path, self.root)
-            except InvalidArgumentError as exc:
-                if path.exists():  # unreadable or not UTF-8: say so, keep watching
-                    skipped.append(Change("skipped", doc_id, str(path), exc.message))
-                else:  # gone already (renamed away, deleted in a burst): quietly a deletion
-                    vanished.add(doc_id)
+        texts = {doc_id: self.scanner.read(f) for doc_id, f in sorted(files.items())}
+        for issue in [*issues, *(t for t in texts.values() if isinstance(t, FileIssue))]:
+            doc_id = self._id(Path(issue.path))
+            if issue.code == "vanished":  # renamed away or deleted in a burst: a deletion
+                vanished.add(doc_id)
+            else:
+                left_out.append(self._left_out(doc_id, issue))
+        for doc_id, text in texts.items():
+            if isinstance(text, FileIssue):
                 continue
-            if doc.text.strip():
-                docs.append(doc)
-            else:  # the store holds no empty text; the last version stays (like ingest_dir)
-                skipped.append(Change("skipped", doc_id, str(path), "empty file"))
-        return docs, skipped, vanished
+            if not text or text.isspace():  # the store holds no empty text
+                issue = FileIssue(str(files[doc_id].path), "empty", "empty file")
+                left_out.append(self._left_out(doc_id, issue))
+            else:
+                docs.append(document_of(files[doc_id], text))
+        return docs, left_out, vanished
+
+    def _left_out(self, doc_id: str, issue: FileIssue) -> Change:
+        event: Kind = "failed" if issue.failed else "skipped"
+        return Change(event, doc_id, issue.path, issue.reason, issue.code)
 
     def _ingest(self, docs: list[DocInput]) -> list[Change]:
         try:
@@ -272,7 +305,7 @@ class FolderSync:
     def _failed(self, doc_id: str, path: str, exc: AgentZeroStoreError) -> Change:
         # str(exc) carries the hint; the next event on the file retries it.
         log.warning("%s: %s", path, exc)
-        return Change("skipped", doc_id, path, str(exc))
+        return Change("failed", doc_id, path, str(exc), exc.code)
 
     def _paths_of(self, event: FileSystemEvent) -> Iterator[tuple[Path, bool]]:
         """The paths under root an event asks to look at again (hidden parts ignored)."""

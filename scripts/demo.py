@@ -95,8 +95,8 @@ def main() -> int:
 def run_rag_demo(data_dir: Path, key: bytes, embedder: LocalEmbedder) -> None:
     """Ingest fixtures/docs into the encrypted document store and query it in every mode."""
     with DocumentStore.open(data_dir, key=key, embedder=embedder) as docs:
-        n = docs.ingest_dir(FIXTURES / "docs")
-        console.print(f"ingested {n} documents from fixtures/docs")
+        report = docs.ingest_dir(FIXTURES / "docs")
+        console.print(f"ingested {report.total} documents from fixtures/docs")
         for mode in ("bm25", "semantic", "hybrid"):
             hits = docs.query("boiler pressure too low", limit=2, mode=mode)
             t = Table(title=f"rag query ({mode}): 'boiler pressure too low'", title_justify="left")

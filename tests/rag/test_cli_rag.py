@@ -22,7 +22,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "docs"
 def test_rag_round_trip(data_dir: Path, tmp_path: Path) -> None:
     run(data_dir, "init")
     rep = js(run(data_dir, "rag", "ingest", str(FIXTURES), "--embedder", "none", "--json"))
-    assert rep == {"added": 4, "updated": 0, "unchanged": 0, "skipped": []}
+    assert rep == {"added": 4, "updated": 0, "unchanged": 0, "skipped": [], "failed": []}
     again = js(run(data_dir, "rag", "ingest", str(FIXTURES), "--embedder", "none", "--json"))
     assert again["unchanged"] == 4
     note = tmp_path / "note.md"

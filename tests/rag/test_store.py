@@ -121,7 +121,8 @@ def test_semantic_and_hybrid_with_the_local_model(
     data_dir: Path, local_embedder: LocalEmbedder
 ) -> None:
     with open_store(data_dir, embedder=local_embedder) as s:
-        assert s.ingest_dir(FIXTURES) == 4
+        report = s.ingest_dir(FIXTURES)
+        assert (report.added, report.total, report.skipped, report.failed) == (4, 4, [], [])
         assert s.query("my heating has lost pressure", 1, "semantic")[0].id == "boiler-manual.md"
         assert s.query("hot spring inn in Japan", 1, "semantic")[0].id == "travel/kyoto.md"
         hyb = s.query("feeding the starter", 2, "hybrid")

@@ -160,7 +160,11 @@ def test_apply_skips_bad_files_and_ignores_reads(store: DocumentStore, folder: P
     bad.write_bytes(b"\xff\xfe not utf-8")
     empty.write_text("  \n")
     changes = sync.apply([FileCreatedEvent(str(bad)), FileCreatedEvent(str(empty))])
-    assert kinds(changes) == {("skipped", "bad.md"), ("skipped", "empty.md")}
+    # not UTF-8 is an error to look at; an empty file is left out by policy
+    assert {(c.event, c.id, c.code) for c in changes} == {
+        ("failed", "bad.md", "not_utf8"),
+        ("skipped", "empty.md", "empty"),
+    }
     assert all(c.reason for c in changes)
     # opening and reading a file (as the watcher itself does) is no change at all
     assert sync.apply([FileOpenedEvent(str(a)), FileClosedNoWriteEvent(str(a))]) == []
@@ -191,8 +195,72 @@ def test_store_errors_are_reported_not_raised(store: DocumentStore, folder: Path
     sync = FolderSync(store, folder)
     store.close()  # every write now fails with StoreClosedError
     changes = sync.apply([FileModifiedEvent(str(folder / "a.md"))])
-    assert [c.event for c in changes] == ["skipped"]
+    assert [(c.event, c.code) for c in changes] == [("failed", "store_closed")]
     assert "hint" in (changes[0].reason or "")
+
+
+def hostile(folder: Path, tmp_path: Path) -> dict[str, Path]:
+    """Ways out of the folder and files no reader should touch, beside the good ones."""
+    (tmp_path / "outside.md").write_text("quokka outside words")
+    paths = {
+        name: folder / name
+        for name in ("env.txt", "null.md", "out.md", "pipe.md", "big.md", "inner.md", "back")
+    }
+    paths["env.txt"].symlink_to("/proc/self/environ")
+    paths["null.md"].symlink_to("/dev/null")
+    paths["out.md"].symlink_to(tmp_path / "outside.md")
+    os.mkfifo(paths["pipe.md"])
+    paths["big.md"].write_text("word " * 400)  # 2,000 bytes, over the test's limit
+    paths["inner.md"].symlink_to("a.md")  # inside: followed
+    paths["back"].symlink_to(".")  # a folder loop
+    return paths
+
+
+HOSTILE = {
+    ("skipped", "env.txt", "symlink_outside"),
+    ("skipped", "null.md", "symlink_outside"),
+    ("skipped", "out.md", "symlink_outside"),
+    ("skipped", "pipe.md", "special_file"),
+    ("failed", "big.md", "too_large"),
+    ("skipped", "back", "symlink_to_folder"),
+}
+
+
+def test_initial_sync_never_leaves_the_folder(
+    store: DocumentStore, folder: Path, tmp_path: Path
+) -> None:
+    hostile(folder, tmp_path)
+    changes = FolderSync(store, folder, max_bytes=1_000).initial_sync()
+    assert {(c.event, c.id, c.code) for c in changes} == HOSTILE | {
+        ("ingested", "a.md", None),
+        ("ingested", "inner.md", None),
+        ("ingested", "sub/b.txt", None),
+    }
+    assert all(c.reason for c in changes if c.code)
+    assert set(state(store)) == {"a.md", "inner.md", "sub/b.txt"}
+
+
+def test_apply_never_leaves_the_folder(store: DocumentStore, folder: Path, tmp_path: Path) -> None:
+    sync = FolderSync(store, folder, max_bytes=1_000)
+    sync.initial_sync()
+    paths = hostile(folder, tmp_path)
+    changes = sync.apply([FileCreatedEvent(str(p)) for p in paths.values()])
+    # "back" is no document name and no folder event: a created symlink is not followed
+    assert {(c.event, c.id, c.code) for c in changes} == (
+        HOSTILE - {("skipped", "back", "symlink_to_folder")}
+    ) | {("ingested", "inner.md", None)}
+    # a document whose file becomes a symlink out keeps its last version (as an emptied
+    # file does), and nothing of the target is read
+    a = folder / "a.md"
+    a.unlink()
+    a.symlink_to("/proc/self/environ")
+    changes = sync.apply([FileDeletedEvent(str(a)), FileCreatedEvent(str(a))])
+    assert [(c.event, c.id, c.code) for c in changes] == [("skipped", "a.md", "symlink_outside")]
+    assert state(store) == {
+        "a.md": "# Alpha\napples and pears\n",
+        "inner.md": "# Alpha\napples and pears\n",
+        "sub/b.txt": "beta is the second letter\n",
+    }
 
 
 # ---------------------------------------------------------------- debounce
@@ -358,3 +426,54 @@ def test_watch_cli_end_to_end(data_dir: Path, folder: Path) -> None:
         assert set(state(s)) == set(want)
         # close() checkpointed the index: a reopen has nothing to replay
         assert all(st.covered_seq == st.source_seq for st in s.index_status())
+
+
+def test_watch_cli_never_leaves_the_folder(data_dir: Path, folder: Path, tmp_path: Path) -> None:
+    DocumentStore.open(data_dir, passphrase=PASSPHRASE, config=FAST).close()
+    (folder / "env.txt").symlink_to("/proc/self/environ")  # the environment holds the passphrase
+    proc = subprocess.Popen(
+        [AGENTZERO, "--data-dir", str(data_dir), "rag", "watch", str(folder)]
+        + ["--embedder", "none", "--debounce", "0.2", "--max-bytes", "1000", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        events = lines_of(proc)
+        first = [events.get(timeout=TIMEOUT) for _ in range(4)]
+        assert first[-1] == {
+            "event": "synced",
+            "path": str(folder.resolve()),
+            "ingested": 2,
+            "deleted": 0,
+            "unchanged": 0,
+            "skipped": 1,
+            "failed": 0,
+        }
+        env = next(e for e in first if e["id"] == "env.txt")
+        assert env["event"] == "skipped" and env["code"] == "symlink_outside"
+        assert env["reason"].startswith("symlink leads outside the folder, to /proc/")
+
+        (folder / "env2.md").symlink_to("/proc/self/environ")
+        os.mkfifo(folder / "pipe.md")
+        (folder / "big.md").write_text("word " * 400)
+        (folder / "c.md").write_text("gamma rays")
+        seen: dict[str, dict[str, Any]] = {}
+        while len(seen) < 4:
+            e = events.get(timeout=TIMEOUT)
+            seen[e["id"]] = e
+        assert {(e["event"], i, e.get("code")) for i, e in seen.items()} == {
+            ("skipped", "env2.md", "symlink_outside"),
+            ("skipped", "pipe.md", "special_file"),
+            ("failed", "big.md", "too_large"),
+            ("ingested", "c.md", None),
+        }
+        assert {r["id"] for r in cli(data_dir, "list")} == {"a.md", "sub/b.txt", "c.md"}
+        assert cli(data_dir, "query", PASSPHRASE) == []
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
