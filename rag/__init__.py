@@ -2,9 +2,9 @@
 
 from .chunking import Chunk, ChunkParams, chunk_text
 from .files import DirReport
+from .folder import MAX_FILE_BYTES, FileIssue
 from .query import DocumentHit
 from .records import DocumentRecord
-from .sources import MAX_FILE_BYTES, FileIssue
 from .store import DocInput, DocumentStore, IngestResult
 
 __all__ = [

@@ -27,8 +27,8 @@ from agentzero_store.config import Layout
 from agentzero_store.errors import InvalidArgumentError, NotFoundError
 
 from .files import DirReport, ingest_scan, scan_dir
+from .folder import MAX_FILE_BYTES
 from .query import MODES, DocumentHit
-from .sources import MAX_FILE_BYTES
 from .store import DocInput, DocumentStore
 
 app = typer.Typer(no_args_is_help=True)

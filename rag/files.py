@@ -1,6 +1,6 @@
 """Documents from files: ids, titles, one named file, and directory ingest.
 
-Which paths may be read, and how, is ``rag.sources``: a directory ingest never leaves
+Which paths may be read, and how, is ``rag.folder``: a directory ingest never leaves
 the directory, never reads a FIFO, device or /proc, and never reads more than the size
 limit. A bad file costs only itself: it is listed in the ``DirReport`` with a reason,
 and the rest of the directory is ingested.
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentzero_store.errors import InvalidArgumentError
 
-from .sources import (
+from .folder import (
     DEFAULT_SOURCE_IO,
     MAX_FILE_BYTES,
     DirScan,
@@ -123,7 +123,7 @@ class DirReport:
 def scan_dir(
     root: Path | str, *, max_bytes: int = MAX_FILE_BYTES, io: SourceIO = DEFAULT_SOURCE_IO
 ) -> DirScan:
-    """Find the document files under ``root`` (nothing is read yet; see ``rag.sources``)."""
+    """Find the document files under ``root`` (nothing is read yet; see ``rag.folder``)."""
     scanner = Scanner(Path(root).expanduser(), max_bytes=max_bytes, io=io)
     assert scanner.root is not None
     return scanner.scan(scanner.root)
@@ -202,7 +202,7 @@ def ingest_dir(
 ) -> DirReport:
     """Ingest every .txt/.md file under ``root`` (ids = relative paths), in group commits.
 
-    Never leaves ``root`` (see ``rag.sources``); files larger than ``max_bytes`` are
+    Never leaves ``root`` (see ``rag.folder``); files larger than ``max_bytes`` are
     refused before they are read. Every file left out is in the report with a reason.
     """
     return ingest_scan(store, scan_dir(root, max_bytes=max_bytes, io=io), progress)

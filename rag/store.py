@@ -34,11 +34,11 @@ from agentzero_store.sources import SourceGuard, open_ledger
 
 from .chunking import DEFAULT_PARAMS, Chunk, ChunkParams, chunk_text
 from .feed import check_chunk_count
+from .folder import MAX_FILE_BYTES
 from .indexes import DocumentIndexes, vectors_fit
 from .log import DocumentLog
 from .query import MODES, DocumentHit, QueryMode, roll_up
 from .records import ChunkVectors, DocumentRecord, Upsert, content_hash
-from .sources import MAX_FILE_BYTES
 
 if TYPE_CHECKING:
     from .files import DirReport

@@ -45,7 +45,7 @@ from watchdog.observers import Observer
 from agentzero_store.errors import AgentZeroStoreError
 
 from .files import BATCH, doc_id_for, document_of
-from .sources import (
+from .folder import (
     DEFAULT_SOURCE_IO,
     MAX_FILE_BYTES,
     FileIssue,
@@ -90,7 +90,7 @@ class Change:
     id: str | None
     path: str
     reason: str | None = None  # why a file was skipped or failed
-    code: str | None = None  # the same, as a stable name (see rag.sources)
+    code: str | None = None  # the same, as a stable name (see rag.folder)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (``reason`` and ``code`` only when there is one)."""
@@ -162,7 +162,7 @@ class FolderSync:
     ``apply(events)`` is the synchronous core (no threads, no timing) that tests drive;
     ``start`` adds the inotify observer feeding a ``Debouncer``; ``run`` applies due paths
     on the calling thread (the only thread that touches the store) until ``stop``.
-    Paths are found and read as ``ingest_dir`` does (``rag.sources``): never outside the
+    Paths are found and read as ``ingest_dir`` does (``rag.folder``): never outside the
     folder, never a FIFO, device or /proc, never more than ``max_bytes``.
     """
 

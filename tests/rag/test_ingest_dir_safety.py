@@ -23,7 +23,7 @@ from rag import MAX_FILE_BYTES, ChunkParams, DirReport, DocumentStore, FileIssue
 from rag.chunking import chunk_text
 from rag.feed import MAX_CHUNKS
 from rag.files import ingest_dir, read_document
-from rag.sources import Scanner, SourceIO
+from rag.folder import Scanner, SourceIO
 
 from ..conftest import AGENTZERO, FAST, PASSPHRASE, js, run_cli
 

@@ -1,4 +1,4 @@
-"""Source files: which paths under a folder may be read, and reading them with a bound.
+"""Document files on disk: which paths under a folder may be read, and reading them with a bound.
 
 A folder given to ``rag ingest DIR`` or ``rag watch`` is untrusted input. It may hold a
 symlink to anywhere (``env.txt -> /proc/self/environ`` would store the process
