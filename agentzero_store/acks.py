@@ -23,7 +23,7 @@ newest authentic slot (highest ``version``) is the state; an update writes the *
 slot, so a torn write destroys at most the slot being written and the previous state
 survives (like a file system's double superblock or LMDB's two meta pages).
 
-Durability and cost: an update is one ``pwrite`` of 512 bytes, made after the source's
+Durability and cost: an update is one ``pwrite`` of a 2 KiB slot, made after the source's
 own fsync or commit returned, so the ledger on disk is never ahead of its source. It is
 flushed (``fdatasync``) every ``flush_every`` updates, on close, and at once for rare
 state changes (creation, a new generation, an accepted loss). A process crash (kill -9)
@@ -39,12 +39,13 @@ Callers hold the data dir's writer lock around ``acknowledge`` and every other u
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import secrets
 import threading
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -54,12 +55,12 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .config import Layout
 from .errors import CorruptStoreError
-from .fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
+from .fileio import DEFAULT_IO, FileIO, atomic_write, io_error, translate_os_errors
 
 ACKS_FORMAT = "agentzero-acks/1"
 MAGIC = b"AGENTZERO-ACKS/1"
 HEADER_BYTES = 64
-SLOT_BYTES = 512
+SLOT_BYTES = 2048  # a state with the newest MAX_LOSSES losses fits (about 1.3 KiB)
 SLOT_TAG = b"S1"
 NONCE_BYTES = 12
 MAX_LOSSES = 8  # accepted losses kept per source (the newest)
@@ -96,10 +97,15 @@ class SourceState:
 
     def to_json(self) -> bytes:
         """The sealed payload."""
-        d = asdict(self)
-        d["pending"] = list(self.pending) if self.pending else None
-        d["losses"] = list(self.losses)
-        return json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
+        d = {
+            "version": self.version,
+            "created": self.created,
+            "seq": self.seq,
+            "generation": self.generation,
+            "pending": list(self.pending) if self.pending else None,
+            "losses": list(self.losses),
+        }
+        return json.dumps(d, separators=(",", ":")).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> SourceState:
@@ -135,6 +141,7 @@ def ledger_path(root: Path) -> Path:
     return Layout(Path(root)).ledger
 
 
+@functools.lru_cache(maxsize=64)
 def _aad(store_id: str, source: str) -> bytes:
     return f"{ACKS_FORMAT}|{store_id}|{source}".encode()
 
@@ -145,12 +152,15 @@ def _offset(source: Source, slot: int) -> int:
 
 def seal_slot(aead: AESGCM, store_id: str, source: Source, state: SourceState) -> bytes:
     """One slot's bytes (``SLOT_BYTES``, zero padded)."""
-    nonce = secrets.token_bytes(NONCE_BYTES)
-    ct = aead.encrypt(nonce, state.to_json(), _aad(store_id, source))
-    body = SLOT_TAG + len(ct).to_bytes(2, "big") + nonce + ct
-    if len(body) > SLOT_BYTES:
-        raise ValueError("ledger state too large for its slot")
-    return body.ljust(SLOT_BYTES, b"\0")
+    while True:
+        nonce = secrets.token_bytes(NONCE_BYTES)  # fresh for every encryption, retries too
+        ct = aead.encrypt(nonce, state.to_json(), _aad(store_id, source))
+        body = SLOT_TAG + len(ct).to_bytes(2, "big") + nonce + ct
+        if len(body) <= SLOT_BYTES:
+            return body.ljust(SLOT_BYTES, b"\0")
+        if not state.losses:
+            raise ValueError("ledger state too large for its slot")
+        state = replace(state, losses=state.losses[1:])  # the oldest accepted loss goes
 
 
 def open_slot(aead: AESGCM, store_id: str, source: Source, raw: bytes) -> SourceState | None:
@@ -159,8 +169,8 @@ def open_slot(aead: AESGCM, store_id: str, source: Source, raw: bytes) -> Source
         return None
     n = int.from_bytes(raw[2:4], "big")
     start = 4 + NONCE_BYTES
-    if n < 16 or start + n > SLOT_BYTES:
-        return None
+    if n < 16 or start + n > SLOT_BYTES or any(raw[start + n :]):
+        return None  # (the padding must be zeros too: no byte of a slot goes unchecked)
     try:
         plain = aead.decrypt(raw[4:start], raw[start : start + n], _aad(store_id, source))
         return SourceState.from_json(plain)
@@ -217,6 +227,8 @@ class Ledger:
         self._unflushed = 0
         self._mutex = threading.Lock()
         self._fd: int | None = None
+        # Per source: the region's bytes as last read or written here, and their meaning.
+        self._seen: dict[Source, tuple[bytes, RegionRead]] = {}
         with translate_os_errors("opening", self.path):
             try:
                 self._fd = io.open(self.path, os.O_RDWR if writable else os.O_RDONLY)
@@ -250,11 +262,23 @@ class Ledger:
     def read(self, source: Source) -> RegionRead:
         """Both slots of ``source``; never raises for damage (see ``state``)."""
         assert self._fd is not None
+        try:
+            both = os.pread(self._fd, 2 * SLOT_BYTES, _offset(source, 0))
+        except OSError as exc:
+            raise io_error("reading", self.path, exc) from exc
+        cached = self._seen.get(source)
+        if cached is not None and cached[0] == both:
+            # The same bytes as last time (read or written by us): the same state, without
+            # authenticating both slots again. Another process's update changes the bytes.
+            return cached[1]
+        got = self._parse(source, both)
+        self._seen[source] = (both, got)
+        return got
+
+    def _parse(self, source: Source, both: bytes) -> RegionRead:
         best: SourceState | None = None
         best_slot: int | None = None
         damaged: list[int] = []
-        with translate_os_errors("reading", self.path):
-            both = os.pread(self._fd, 2 * SLOT_BYTES, _offset(source, 0))
         for slot in (0, 1):
             raw = both[slot * SLOT_BYTES : (slot + 1) * SLOT_BYTES]
             st = open_slot(self._aead, self.store_id, source, raw)
@@ -286,20 +310,38 @@ class Ledger:
         """Write ``state`` (its version set to the current one + 1) into the slot that does
         not hold the current state; ``sync`` flushes at once. Returns what was written."""
         with self._mutex:
-            return self._update(source, state, sync=sync)
+            return self._update(source, state, self.read(source), sync=sync)
 
-    def _update(self, source: Source, state: SourceState, *, sync: bool) -> SourceState:
+    def _update(
+        self, source: Source, state: SourceState, got: RegionRead, *, sync: bool
+    ) -> SourceState:
+        """Write ``state`` over the region whose current content is ``got``."""
+        version = (got.state.version if got.state else 0) + 1
+        return self._write(source, replace(state, version=version), got, sync=sync)
+
+    def _write(
+        self, source: Source, new: SourceState, got: RegionRead, *, sync: bool
+    ) -> SourceState:
         if not self._writable or self._fd is None:
             raise AssertionError("the ledger was opened read-only")
-        got = self.read(source)
-        version = (got.state.version if got.state else 0) + 1
-        new = replace(state, version=version)
         # Overwrite the slot that does NOT hold the current state: a torn write can only
         # destroy the slot being written, and the current state survives it.
         target = 1 - got.slot if got.slot is not None else 0
         data = seal_slot(self._aead, self.store_id, source, new)
-        with translate_os_errors("writing", self.path):
+        try:
             self._io.pwrite(self._fd, data, _offset(source, target))
+        except OSError as exc:
+            self._seen.pop(source, None)
+            raise io_error("writing", self.path, exc) from exc
+        cached = self._seen.get(source)
+        if cached is not None and got.slot is not None:
+            # What the region now holds: our slot beside the one we did not touch.
+            old = cached[0]
+            both = data + old[SLOT_BYTES:] if target == 0 else old[:SLOT_BYTES] + data
+            damaged = tuple(d for d in got.damaged if d != target)
+            self._seen[source] = (both, RegionRead(new, damaged, target))
+        else:
+            self._seen.pop(source, None)
         self._unflushed += 1
         if sync or self._unflushed >= self._flush_every:
             self._flush()
@@ -308,9 +350,11 @@ class Ledger:
     def acknowledge(self, source: Source, seq: int, generation: str | None = None) -> None:
         """Record that ``source`` durably holds everything up to ``seq`` (of
         ``generation``). Call only after the source's fsync or commit returned. Cheap: a
-        no-op when the ledger already says as much, else one ``pwrite``."""
+        no-op when the ledger already says as much, else one sealed 2 KiB ``pwrite``
+        (about 20 µs here)."""
         with self._mutex:
-            cur = self.read(source).state or SourceState()
+            got = self.read(source)
+            cur = got.state or SourceState()
             if cur.created and cur.seq >= seq and cur.generation == generation:
                 return
             if cur.seq and generation is not None and cur.generation not in (None, generation):
@@ -319,11 +363,10 @@ class Ledger:
                     f"({cur.generation} → {generation}) without a recorded compaction",
                     path=self.path,
                 )
-            self._update(
-                source,
-                replace(cur, created=True, seq=max(seq, cur.seq), generation=generation),
-                sync=False,
+            new = SourceState(
+                cur.version + 1, True, max(seq, cur.seq), generation, cur.pending, cur.losses
             )
+            self._write(source, new, got, sync=False)
 
     def flush(self) -> None:
         """Make every update so far durable."""

@@ -72,7 +72,8 @@ DEFAULT_IO = FileIO()
 TMP_MARKER = ".tmp-"
 
 
-def _io_error(what: str, path: Path, exc: OSError) -> StoreIOError:
+def io_error(what: str, path: Path, exc: OSError) -> StoreIOError:
+    """The ``StoreIOError`` for an OS error while doing ``what`` to ``path``."""
     reason = errno.errorcode.get(exc.errno or 0, "") or type(exc).__name__
     return StoreIOError(f"{what} {path} failed: {reason} ({exc.strerror or exc})")
 
@@ -106,7 +107,7 @@ def atomic_write(path: Path, data: bytes, *, io: FileIO = DEFAULT_IO, mode: int 
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise _io_error("writing", path, exc) from exc
+        raise io_error("writing", path, exc) from exc
 
 
 def cleanup_temp_files(directory: Path) -> list[Path]:
@@ -134,7 +135,7 @@ class AppendFile:
             if not existed:
                 io.fsync_dir(self.path.parent)  # make the new file's name durable
         except OSError as exc:
-            raise _io_error("opening", self.path, exc) from exc
+            raise io_error("opening", self.path, exc) from exc
 
     def append(self, data: bytes) -> None:
         """Append ``data`` and fsync: when this returns the bytes survive a crash."""
@@ -142,7 +143,7 @@ class AppendFile:
             self._io.write(self._fd, data)
             self._io.fsync(self._fd)
         except OSError as exc:
-            raise _io_error("appending to", self.path, exc) from exc
+            raise io_error("appending to", self.path, exc) from exc
 
     def truncate(self, size: int) -> None:
         """Cut the file back to ``size`` bytes (used to drop a torn tail), durably."""
@@ -150,7 +151,7 @@ class AppendFile:
             self._io.truncate(self._fd, size)
             self._io.fsync(self._fd)
         except OSError as exc:
-            raise _io_error("truncating", self.path, exc) from exc
+            raise io_error("truncating", self.path, exc) from exc
 
     def close(self) -> None:
         """Close the file."""
@@ -167,7 +168,7 @@ def fsync_path(path: Path, *, io: FileIO = DEFAULT_IO) -> None:
         finally:
             io.close(fd)
     except OSError as exc:
-        raise _io_error("syncing", path, exc) from exc
+        raise io_error("syncing", path, exc) from exc
 
 
 @contextlib.contextmanager
@@ -176,4 +177,4 @@ def translate_os_errors(what: str, path: Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise _io_error(what, path, exc) from exc
+        raise io_error(what, path, exc) from exc
