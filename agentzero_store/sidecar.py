@@ -253,39 +253,50 @@ class Sidecar(Generic[P]):
                 # Another process sharing this data dir checkpointed further; keep its.
                 self._pending = 0
                 return
-            seq, kind = self.applied_seq, self.index.kind
-            gen = f"{seq:012d}-{secrets.token_hex(4)}"
-            tree: str | None = None
-            if isinstance(self.index, KeepsFiles):
-                tree = f"{kind}-{gen}{TREE_SUFFIX}"
-                files = self._files.write_tree(tree, self.index.save)
-                keep = {tree}
-            else:
-                if not isinstance(self.index, SealsBytes):
-                    raise TypeError(f"{self.index!r} is neither SealsBytes nor KeepsFiles")
-                files = self._files.write_sealed(
-                    f"{kind}-{gen}", self.index.dump(), lambda name: self._aad(seq, name)
-                )
-                keep = {f["file"] for f in files.values()}
-            now = datetime.now(UTC).isoformat()
-            body: dict[str, Any] = {
-                "format": SIDECAR_FORMAT,
-                "kind": kind,
-                "store_id": self.source.store_id,
-                "covered_seq": seq,
-                "entries": self.index.count(),
-                "created_at": now,
-                "embedder": self._embedder_json(),
-                "params": dict(self.index.params()),
-                "files": files,
-            }
-            if tree is not None:
-                body["tree"] = tree
-            body["mac"] = self._files.mac(body)
-            # The commit point: after this rename the new checkpoint is the one on disk.
-            atomic_write(self.directory / MANIFEST, canonical(body) + b"\n", io=self._io)
-            self.covered_seq, self._pending, self._last_checkpoint = seq, 0, now
-            self._files.remove_unreferenced(kind, keep)
+            try:
+                self._write_checkpoint()
+            except BaseException:
+                # Files of a checkpoint whose manifest was never committed are garbage:
+                # without this, every failed attempt (disk full, index lost) left a
+                # tree or sealed files behind, holding space, until a later success.
+                self._files.collect_garbage(self.index.kind)
+                raise
+
+    def _write_checkpoint(self) -> None:
+        """``checkpoint``'s writes, under its locks: data files, then the manifest."""
+        seq, kind = self.applied_seq, self.index.kind
+        gen = f"{seq:012d}-{secrets.token_hex(4)}"
+        tree: str | None = None
+        if isinstance(self.index, KeepsFiles):
+            tree = f"{kind}-{gen}{TREE_SUFFIX}"
+            files = self._files.write_tree(tree, self.index.save)
+            keep = {tree}
+        else:
+            if not isinstance(self.index, SealsBytes):
+                raise TypeError(f"{self.index!r} is neither SealsBytes nor KeepsFiles")
+            files = self._files.write_sealed(
+                f"{kind}-{gen}", self.index.dump(), lambda name: self._aad(seq, name)
+            )
+            keep = {f["file"] for f in files.values()}
+        now = datetime.now(UTC).isoformat()
+        body: dict[str, Any] = {
+            "format": SIDECAR_FORMAT,
+            "kind": kind,
+            "store_id": self.source.store_id,
+            "covered_seq": seq,
+            "entries": self.index.count(),
+            "created_at": now,
+            "embedder": self._embedder_json(),
+            "params": dict(self.index.params()),
+            "files": files,
+        }
+        if tree is not None:
+            body["tree"] = tree
+        body["mac"] = self._files.mac(body)
+        # The commit point: after this rename the new checkpoint is the one on disk.
+        atomic_write(self.directory / MANIFEST, canonical(body) + b"\n", io=self._io)
+        self.covered_seq, self._pending, self._last_checkpoint = seq, 0, now
+        self._files.remove_unreferenced(kind, keep)
 
     def close(self) -> None:
         """Release the index's working files, if it keeps any (checkpoints stay)."""
