@@ -20,6 +20,11 @@ replaced by rename), so a working index built from hard links never changes the
 checkpoint it started from, and a checkpoint is hard links to the files of the last
 commit: cheap, whatever the index size, and it never waits for Tantivy's merges. Only
 new files are hashed and fsynced.
+
+Losing the files under a running process (the sidecar directory deleted, a disk that
+fills up) never fails a query with Tantivy's raw error: ``lost`` (one ``stat`` of the
+working dir, or a failure Tantivy reported) tells the sidecar mechanism to rebuild from
+the source.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import tantivy
 
 from .bm25_index import HEAP_BYTES, TantivyBm25, schema
 from .bm25_terms import ANALYZER, BLIND_HASH, BlindTerms, whitespace_analyzer
-from .errors import SidecarCorruptError
+from .errors import AgentZeroStoreError, SidecarCorruptError
 from .fileio import translate_os_errors
 
 try:  # liveness of working indexes between processes (POSIX only)
@@ -79,6 +84,9 @@ class BlindedBm25Index(TantivyBm25):
     def __repr__(self) -> str:
         return f"BlindedBm25Index(work={str(self._work)!r})"
 
+    def _where(self) -> str:
+        return str(self._work)
+
     def params(self) -> Mapping[str, Any]:
         """Schema, analyzer and hash: a checkpoint built with others is rebuilt."""
         return {"schema": SCHEMA_VERSION, "terms": "blinded", "analyzer": ANALYZER,
@@ -95,6 +103,21 @@ class BlindedBm25Index(TantivyBm25):
         """An empty index in a fresh working directory."""
         self._open_work(None, set())
 
+    def lost(self) -> str | None:
+        """Why the index must be rebuilt before it answers again, or None.
+
+        Called before every query, so it costs one ``stat``: the working dir deleted
+        under us (with the sidecar dir, say), or a Tantivy call that failed.
+        """
+        if self._broken is not None:
+            return self._broken
+        if self._work is not None:
+            try:
+                os.stat(self._work)
+            except OSError:
+                return f"its working directory {self._work} was removed"
+        return None
+
     def insert(self, items: Sequence[tuple[int, str]]) -> None:
         """Add or replace the text of each key."""
         self._index_items(items)
@@ -106,14 +129,20 @@ class BlindedBm25Index(TantivyBm25):
     # ------------------------------------------------------------------ KeepsFiles
     def save(self, target: Path) -> None:
         """Fill the empty dir ``target`` with a complete copy of the index as it is now."""
+        if (why := self.lost()) is not None:
+            raise SidecarCorruptError(why)
         self._commit()
         work = self._require_work()
         with translate_os_errors("writing", target):
             for _ in range(_SAVE_TRIES):
                 if self._link_commit(work, target):
                     break
-            else:  # pragma: no cover - merges finishing faster than a few links, repeatedly
-                raise OSError(errno.EAGAIN, "Tantivy kept replacing its files", str(work))
+            else:
+                # Merges do not finish faster than a few links, over and over: files of
+                # the commit are gone (removed under us). Rebuild, never save a copy
+                # that misses a segment.
+                self._broken = f"files of the bm25 index in {work} vanished under it"
+                raise SidecarCorruptError(self._broken)
             keys = np.fromiter(self._keys, dtype="<u8", count=len(self._keys))
             keys.sort()
             (target / KEYS).write_bytes(keys.tobytes())
@@ -125,24 +154,27 @@ class BlindedBm25Index(TantivyBm25):
         Merges run in Tantivy's threads meanwhile: one that finishes replaces meta.json
         (never with the same bytes: its opstamp grows) and then deletes the files it
         merged away. So the meta.json read here is the one written to ``target``, and
-        if it changed while the files were linked, or a file vanished, the copy may be
-        incomplete: "try again" (False), never a mixed copy. Tantivy's list of the files
-        it manages is left out: a working index opened from the copy never deletes its
-        files, which the checkpoint still needs.
+        if it changed while the files were linked, or a file or a whole segment
+        vanished, the copy may be incomplete: "try again" (False), never a mixed copy.
+        Tantivy's list of the files it manages is left out: a working index opened from
+        the copy never deletes its files, which the checkpoint still needs.
         """
         for p in target.iterdir():
             p.unlink()
-        meta_raw = (work / "meta.json").read_bytes()
-        segments = {
-            s["segment_id"].replace("-", "") for s in json.loads(meta_raw)["segments"]
-        }
+        linked: set[str] = set()
         try:
+            meta_raw = (work / "meta.json").read_bytes()
+            segments = {
+                s["segment_id"].replace("-", "") for s in json.loads(meta_raw)["segments"]
+            }
             for p in work.iterdir():
-                if p.name.split(".", 1)[0] in segments:
+                segment = p.name.split(".", 1)[0]
+                if segment in segments:
                     _link(p, target / p.name)
+                    linked.add(segment)
+            if linked != segments or (work / "meta.json").read_bytes() != meta_raw:
+                return False
         except FileNotFoundError:
-            return False
-        if (work / "meta.json").read_bytes() != meta_raw:
             return False
         (target / "meta.json").write_bytes(meta_raw)
         return True
@@ -157,7 +189,9 @@ class BlindedBm25Index(TantivyBm25):
         if len(live) != len(keys):
             raise SidecarCorruptError("the bm25 keys file repeats a key")
         self._open_work(source, live)
-        if self._index.searcher().num_docs != len(live):
+        with self._native("opening"):
+            docs = self._index.searcher().num_docs
+        if docs != len(live):
             raise SidecarCorruptError("the bm25 index and its keys file disagree")
 
     def close(self) -> None:
@@ -182,18 +216,24 @@ class BlindedBm25Index(TantivyBm25):
         """A new working index: empty, or hard links to the checkpoint in ``source``."""
         self.close()
         self._remove_abandoned()
-        work = self._new_work()
-        if source is not None:
-            with translate_os_errors("linking", work):
-                for p in source.iterdir():
-                    if p.name != KEYS:
-                        _link(p, work / p.name)
-        self._index = tantivy.Index(self._schema, path=str(work), reuse=source is not None)
-        self._index.register_tokenizer(TOKENIZER, whitespace_analyzer())
-        self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
-        self._index.reload()
+        try:
+            work = self._new_work()
+            if source is not None:
+                with translate_os_errors("linking", work):
+                    for p in source.iterdir():
+                        if p.name != KEYS:
+                            _link(p, work / p.name)
+            with self._native("opening"):
+                self._index = tantivy.Index(self._schema, path=str(work), reuse=source is not None)
+                self._index.register_tokenizer(TOKENIZER, whitespace_analyzer())
+                self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
+                self._index.reload()
+        except AgentZeroStoreError:
+            self.close()  # no half-made working dir stays behind
+            raise
         self._keys = keys
         self._dirty = False
+        self._broken = None
 
     def _new_work(self) -> Path:
         """Create ``work-<id>/`` and hold ``work-<id>.lock`` for this process's life."""
@@ -203,13 +243,18 @@ class BlindedBm25Index(TantivyBm25):
             # Lock a temp name first, then rename: no other process can ever find the
             # lock file of a live index unlocked.
             tmp = self._root / f".{name}.lock.tmp"
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            os.replace(tmp, self._root / f"{name}.lock")
-            work = self._root / name
+            self._lock_fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                if fcntl is not None:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+                os.replace(tmp, self._root / f"{name}.lock")
+            except OSError:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+                raise
+            # Known before it exists: if mkdir fails, ``close`` removes the lock file.
+            work = self._work = self._root / name
             work.mkdir(mode=0o700)
-        self._lock_fd, self._work = fd, work
         return work
 
     def _remove_abandoned(self) -> None:
