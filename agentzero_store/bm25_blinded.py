@@ -24,7 +24,10 @@ new files are hashed and fsynced.
 Losing the files under a running process (the sidecar directory deleted, a disk that
 fills up) never fails a query with Tantivy's raw error: ``lost`` (one ``stat`` of the
 working dir, or a failure Tantivy reported) tells the sidecar mechanism to rebuild from
-the source.
+the source. When the disk cannot take the index's writes (ENOSPC, EIO, a read-only
+mount), the rebuilt index is held in RAM instead: queries are still answered, checkpoints
+fail (logged, nothing is lost: the source has every change) and, at most every
+``DISK_RETRY_S`` seconds, a checkpoint attempt moves the index back to disk.
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import os
 import secrets
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +49,7 @@ import tantivy
 
 from .bm25_index import HEAP_BYTES, TantivyBm25, schema
 from .bm25_terms import ANALYZER, BLIND_HASH, BlindTerms, whitespace_analyzer
-from .errors import AgentZeroStoreError, SidecarCorruptError
+from .errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
 from .fileio import translate_os_errors
 
 try:  # liveness of working indexes between processes (POSIX only)
@@ -58,6 +63,9 @@ KEYS = "keys"  # the live keys of a checkpoint, little-endian u64, sorted
 WORK = "work-"
 _SAVE_TRIES = 20
 _NO_LINKS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
+DISK_RETRY_S = 60.0  # an index held in RAM tries the disk again at most this often
+
+log = logging.getLogger(__name__)
 
 
 def _link(src: Path, dst: Path) -> None:
@@ -80,12 +88,20 @@ class BlindedBm25Index(TantivyBm25):
         self._terms = BlindTerms(key)
         self._work: Path | None = None
         self._lock_fd: int | None = None
+        self._disk_error: str | None = None  # the disk failed us: the next reset uses RAM
+        self._ram_since: float | None = None  # monotonic time the index moved to RAM
+        self._retry_disk = False  # time to rebuild on disk (see ``save``)
 
     def __repr__(self) -> str:
-        return f"BlindedBm25Index(work={str(self._work)!r})"
+        where = "RAM" if self._ram_since is not None else str(self._work)
+        return f"BlindedBm25Index(work={where!r})"
 
     def _where(self) -> str:
-        return str(self._work)
+        return str(self._work) if self._work is not None else "memory"
+
+    def _failed(self, error: AgentZeroStoreError) -> None:
+        if isinstance(error, StoreIOError) and self._work is not None:
+            self._disk_error = error.message
 
     def params(self) -> Mapping[str, Any]:
         """Schema, analyzer and hash: a checkpoint built with others is rebuilt."""
@@ -100,17 +116,26 @@ class BlindedBm25Index(TantivyBm25):
 
     # ------------------------------------------------------------------ SidecarIndex
     def reset(self) -> None:
-        """An empty index in a fresh working directory."""
-        self._open_work(None, set())
+        """An empty index in a fresh working directory; in RAM if the disk failed us."""
+        if self._disk_error is None or self._retry_disk:
+            try:
+                self._open_work(None, set())
+                return
+            except StoreIOError as exc:
+                self._disk_error = exc.message
+        self._open_ram()
 
     def lost(self) -> str | None:
         """Why the index must be rebuilt before it answers again, or None.
 
         Called before every query, so it costs one ``stat``: the working dir deleted
-        under us (with the sidecar dir, say), or a Tantivy call that failed.
+        under us (with the sidecar dir, say), a Tantivy call that failed, or an index
+        held in RAM whose time to try the disk again has come.
         """
         if self._broken is not None:
             return self._broken
+        if self._retry_disk:
+            return "trying to keep the bm25 index on disk again"
         if self._work is not None:
             try:
                 os.stat(self._work)
@@ -129,6 +154,13 @@ class BlindedBm25Index(TantivyBm25):
     # ------------------------------------------------------------------ KeepsFiles
     def save(self, target: Path) -> None:
         """Fill the empty dir ``target`` with a complete copy of the index as it is now."""
+        if self._ram_since is not None:
+            if time.monotonic() - self._ram_since >= DISK_RETRY_S:
+                self._retry_disk = True  # ``lost`` asks for a rebuild, which tries the disk
+            raise StoreIOError(
+                "the bm25 index is held in memory since its files could not be written; "
+                "it is checkpointed again once the disk takes writes"
+            )
         if (why := self.lost()) is not None:
             raise SidecarCorruptError(why)
         self._commit()
@@ -146,6 +178,7 @@ class BlindedBm25Index(TantivyBm25):
             keys = np.fromiter(self._keys, dtype="<u8", count=len(self._keys))
             keys.sort()
             (target / KEYS).write_bytes(keys.tobytes())
+        self._disk_error = None
 
     @staticmethod
     def _link_commit(work: Path, target: Path) -> bool:
@@ -197,6 +230,7 @@ class BlindedBm25Index(TantivyBm25):
     def close(self) -> None:
         """Drop the working index (checkpoints stay)."""
         self._index = self._writer = None
+        self._ram_since = None
         work, self._work = self._work, None
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)
@@ -228,12 +262,32 @@ class BlindedBm25Index(TantivyBm25):
                 self._index.register_tokenizer(TOKENIZER, whitespace_analyzer())
                 self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
                 self._index.reload()
-        except AgentZeroStoreError:
+        except AgentZeroStoreError as exc:
+            if isinstance(exc, StoreIOError):
+                self._disk_error = exc.message
             self.close()  # no half-made working dir stays behind
             raise
         self._keys = keys
         self._dirty = False
         self._broken = None
+        self._retry_disk = False
+
+    def _open_ram(self) -> None:
+        """A new, empty working index in RAM: the disk cannot take the index's writes."""
+        self.close()
+        with self._native("creating"):
+            self._index = tantivy.Index(self._schema)
+            self._index.register_tokenizer(TOKENIZER, whitespace_analyzer())
+            self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
+        log.warning(
+            "keeping the bm25 index in memory: its files cannot be written (%s)",
+            self._disk_error,
+        )
+        self._keys = set()
+        self._dirty = False
+        self._broken = None
+        self._retry_disk = False
+        self._ram_since = time.monotonic()
 
     def _new_work(self) -> Path:
         """Create ``work-<id>/`` and hold ``work-<id>.lock`` for this process's life."""

@@ -63,7 +63,7 @@ log = logging.getLogger(__name__)
 
 P = TypeVar("P")
 R = TypeVar("R")
-READ_TRIES = 3  # a query, then at most two rebuilds
+READ_TRIES = 3  # a query, then at most two rebuilds (e.g. on disk, then in RAM)
 
 
 def _is_fatal(exc: BaseException) -> bool:
