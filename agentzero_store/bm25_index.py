@@ -23,6 +23,10 @@ the live texts at an amortised constant cost per change.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+import re
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -30,12 +34,40 @@ from typing import Any
 import tantivy
 
 from .bm25_terms import ANALYZER, PlainTerms
-from .errors import SidecarCorruptError
+from .errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
 
 SCHEMA_VERSION = 1
 _REC = struct.Struct("<QI")  # key, utf-8 length of the text that follows (or DELETED)
 DELETED = 0xFFFF_FFFF  # a tombstone: the key's latest text is gone
 HEAP_BYTES = 50_000_000  # Tantivy writer arena
+# Tantivy reports an OS error inside its message only: "... (os error 28)" (Rust's
+# io::Error Display) or "Os { code: 28, ... }" (its Debug form).
+_OS_ERRNO = re.compile(r"os error (\d+)|Os \{ code: (\d+)")
+_GONE = {errno.ENOENT, errno.ENOTDIR}  # its files were removed under it: rebuild
+# A writer thread that hit an I/O error kills the writer; later calls then say so,
+# without the errno.
+_KILLED = "writer was killed"
+
+
+def native_error(doing: str, where: str, exc: BaseException) -> AgentZeroStoreError:
+    """A Tantivy error as a typed one: ``StoreIOError`` for an OS error (disk full, EIO,
+    read-only), else ``SidecarCorruptError`` (files gone or damaged: rebuild). The
+    message names the errno, never Tantivy's raw text."""
+    text = str(exc)
+    m = _OS_ERRNO.search(text)
+    code = int(m.group(1) or m.group(2)) if m else None
+    if code in _GONE:
+        return SidecarCorruptError(f"the files of the bm25 index in {where} are gone ({doing})")
+    if code is not None:
+        name = errno.errorcode.get(code, str(code))
+        return StoreIOError(
+            f"{doing} the bm25 index in {where} failed: {name} ({os.strerror(code)})"
+        )
+    if _KILLED in text:
+        return StoreIOError(f"{doing} the bm25 index in {where} failed: an I/O error")
+    return SidecarCorruptError(
+        f"Tantivy failed {doing} the bm25 index in {where} ({type(exc).__name__})"
+    )
 
 
 def schema(tokenizer: str) -> Any:
@@ -63,6 +95,34 @@ class TantivyBm25:
         self._dirty = False
         self._index: Any = None
         self._writer: Any = None
+        self._broken: str | None = None  # why the index cannot be trusted any more
+
+    def _where(self) -> str:
+        return "memory"
+
+    def _failed(self, error: AgentZeroStoreError) -> None:
+        """Hook: a Tantivy call just failed with ``error`` (already marked broken)."""
+
+    @contextlib.contextmanager
+    def _native(self, doing: str) -> Iterator[None]:
+        """Translate Tantivy's errors at the boundary (see ``native_error``).
+
+        Tantivy raises ``ValueError``, and ``pyo3_runtime.PanicException`` (a
+        ``BaseException``) on some damaged files. After any failure the index is marked
+        broken until the next reset: a writer whose commit failed drops the documents it
+        held and silently drops later ones (measured), so it must be rebuilt, not trusted.
+        """
+        try:
+            yield
+        except AgentZeroStoreError:
+            raise
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
+                raise
+            error = native_error(doing, self._where(), exc)
+            self._broken = error.message
+            self._failed(error)
+            raise error from exc
 
     def _body(self, text: str) -> str:
         raise NotImplementedError
@@ -75,15 +135,16 @@ class TantivyBm25:
 
     def _index_items(self, items: Sequence[tuple[int, str]]) -> None:
         keys, writer, body = self._keys, self._writer, self._body
-        for key, text in items:
-            if key in keys:
-                writer.delete_documents_by_query(self._key_term(key))
-                self._replaced()
-            doc = tantivy.Document()
-            doc.add_unsigned("key", key)
-            doc.add_text("body", body(text))
-            writer.add_document(doc)
-            keys.add(key)
+        with self._native("indexing"):
+            for key, text in items:
+                if key in keys:
+                    writer.delete_documents_by_query(self._key_term(key))
+                    self._replaced()
+                doc = tantivy.Document()
+                doc.add_unsigned("key", key)
+                doc.add_text("body", body(text))
+                writer.add_document(doc)
+                keys.add(key)
         self._dirty = self._dirty or bool(items)
 
     def _replaced(self) -> None:
@@ -92,11 +153,12 @@ class TantivyBm25:
     def _delete_keys(self, keys: Sequence[int]) -> list[int]:
         """Remove the live ones of ``keys`` from the index; returns them."""
         gone = []
-        for key in keys:
-            if key in self._keys:
-                self._keys.remove(key)
-                self._writer.delete_documents_by_query(self._key_term(key))
-                gone.append(key)
+        with self._native("deleting from"):
+            for key in keys:
+                if key in self._keys:
+                    self._keys.remove(key)
+                    self._writer.delete_documents_by_query(self._key_term(key))
+                    gone.append(key)
         self._dirty = self._dirty or bool(gone)
         return gone
 
@@ -108,8 +170,9 @@ class TantivyBm25:
         # Commit lazily, before a search or a checkpoint: replaying thousands of changes
         # one commit each would dominate ingest.
         if self._dirty:
-            self._writer.commit()
-            self._index.reload()
+            with self._native("committing"):
+                self._writer.commit()
+                self._index.reload()
             self._dirty = False
 
     def search(self, query_text: str, k: int) -> list[tuple[int, float]]:
@@ -118,14 +181,15 @@ class TantivyBm25:
         if not terms or k <= 0 or not self._keys:
             return []
         self._commit()
-        # Built from analysed terms, never parsed: no user text is query syntax.
-        should = tantivy.Occur.Should
-        query = tantivy.Query.boolean_query(
-            [(should, tantivy.Query.term_query(self._schema, "body", t, "freq")) for t in terms]
-        )
-        searcher = self._index.searcher()
-        hits = searcher.search(query, k, count=False).hits
-        return [(int(searcher.doc(addr)["key"][0]), float(score)) for score, addr in hits]
+        with self._native("searching"):
+            # Built from analysed terms, never parsed: no user text is query syntax.
+            should = tantivy.Occur.Should
+            query = tantivy.Query.boolean_query(
+                [(should, tantivy.Query.term_query(self._schema, "body", t, "freq")) for t in terms]
+            )
+            searcher = self._index.searcher()
+            hits = searcher.search(query, k, count=False).hits
+            return [(int(searcher.doc(addr)["key"][0]), float(score)) for score, addr in hits]
 
 
 class SealedBm25Index(TantivyBm25):
@@ -150,8 +214,10 @@ class SealedBm25Index(TantivyBm25):
 
     def reset(self) -> None:
         """An empty RAM index."""
-        self._index = tantivy.Index(self._schema)
-        self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
+        with self._native("creating"):
+            self._index = tantivy.Index(self._schema)
+            self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
+        self._broken = None
         self._keys = set()
         self._blob = bytearray()
         self._dead = 0

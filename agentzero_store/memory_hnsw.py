@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import AgentZeroStoreError, DimensionMismatchError
-from .fileio import DEFAULT_IO, FileIO
+from .fileio import DEFAULT_IO, FileIO, translate_os_errors
 from .hnsw_index import HnswIndex
 from .memory_feed import MemoryItem, MemoryItemSource, MemoryVectorSource
 from .memory_index import MAX_CANDIDATES, Answer, MemoryIndex, exact_scope_limit
@@ -102,7 +102,8 @@ class MemoryHnsw:
         with self._lock:
             # Create the directory even before the first vector: its presence is what
             # re-enables the index on the next open (``open(hnsw=None)``).
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with translate_os_errors("creating", self.directory):
+                self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             sc = self._new_sidecar()
             if sc is None:
                 return None

@@ -13,7 +13,10 @@ A *sidecar* is a directory holding an index derived from it::
 ``Sidecar`` opens it (verifying the manifest's HMAC and every checksum and tag BEFORE the
 index library sees a byte), replays the source's changes after ``covered_seq``,
 checkpoints every ``checkpoint_every`` changes, and rebuilds from the source whenever
-anything is missing, damaged, stale or from another store, format or embedder. The index
+anything is missing, damaged, stale or from another store, format or embedder. An index
+that fails while the process runs (its files deleted under it, a native error, a disk
+that cannot take its writes) is rebuilt the same way: ``catch_up`` reports it,
+``heal`` rebuilds, and ``read`` runs a query with both. The index
 library is behind ``SidecarIndex``: a small, library-agnostic adapter that turns items
 into an in-memory index and the index into named byte strings and back. The files on disk
 (manifest, MAC, sealed data files) are read and verified in ``sidecar_manifest.py``.
@@ -26,12 +29,12 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .errors import SidecarCorruptError, StoreIOError
+from .errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
 from .fileio import DEFAULT_IO, FileIO, atomic_write, cleanup_temp_files, translate_os_errors
 from .sidecar_manifest import (
     LOCK,
@@ -59,12 +62,43 @@ from .sidecar_types import (
 log = logging.getLogger(__name__)
 
 P = TypeVar("P")
+R = TypeVar("R")
+READ_TRIES = 3  # a query, then at most two rebuilds (e.g. on disk, then in RAM)
 
 
 def _is_fatal(exc: BaseException) -> bool:
     # Native libraries raise RuntimeError, ValueError or pyo3's PanicException (a
     # BaseException): all of them mean "rebuild". Only a user's ^C or exit goes through.
     return isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit)
+
+
+def _index_failure(exc: BaseException) -> bool:
+    """True if ``exc``, raised by an index adapter, means "rebuild the index": a native
+    error, or the adapter's own ``SidecarCorruptError`` / ``StoreIOError``. Anything
+    else (a caller's wrong vector dimension, say) is the caller's to see."""
+    if _is_fatal(exc):
+        return False
+    return not isinstance(exc, AgentZeroStoreError) or isinstance(
+        exc, SidecarCorruptError | StoreIOError
+    )
+
+
+class _IndexFailed(Exception):
+    """An index call (not the source) failed: keeps the two apart, since both can raise
+    ``StoreIOError`` and only the index's failure is healed by a rebuild."""
+
+    def __init__(self, cause: BaseException) -> None:
+        if isinstance(cause, AgentZeroStoreError):
+            super().__init__(cause.message)  # without the hint: this text is logged
+        else:
+            super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+
+    def public(self, kind: str) -> AgentZeroStoreError:
+        """The error a caller sees: the adapter's own typed one, else a corrupt index."""
+        if isinstance(self.cause, AgentZeroStoreError):
+            return self.cause
+        return SidecarCorruptError(f"the {kind} index failed: {self}")
 
 
 class Sidecar(Generic[P]):
@@ -103,6 +137,8 @@ class Sidecar(Generic[P]):
         self._pending = 0  # changes applied since the last checkpoint
         self._last_checkpoint: str | None = None
         self.opened: OpenReport | None = None  # what the last ``open`` did
+        # Asked once: a runtime Protocol check costs microseconds, ``lost`` runs per query.
+        self._keeps_files = isinstance(index, KeepsFiles)
 
     def __repr__(self) -> str:
         return f"Sidecar(kind={self.index.kind!r}, dir={str(self.directory)!r})"
@@ -152,42 +188,98 @@ class Sidecar(Generic[P]):
             self._rebuild(progress, reason)
             self.checkpoint(force=True)
 
-    def _rebuild(self, progress: Progress | None, reason: str) -> None:
+    def _rebuild(self, progress: Progress | None, reason: str, *, warn: bool = False) -> None:
         with self.lock:
-            # A first build is routine; replacing a checkpoint that exists is worth a warning.
-            fresh = not self.directory.is_dir() or all(
-                p.name == LOCK for p in self.directory.iterdir()
-            )
-            level = logging.INFO if fresh else logging.WARNING
+            # A first build is routine; replacing a checkpoint that exists, or an index
+            # that broke under a running process (``warn``), is worth a warning.
+            try:
+                fresh = all(p.name == LOCK for p in self.directory.iterdir())
+            except OSError:
+                fresh = True  # no directory (yet, or deleted under us)
+            level = logging.INFO if fresh and not warn else logging.WARNING
             log.log(
                 level, "rebuilding the %s index in %s: %s", self.index.kind, self.directory, reason
             )
-            self.index.reset()
-            # Read the seq BEFORE the snapshot: replaying from it afterwards covers every
-            # change the (non-transactional) snapshot may have missed.
-            seq = self.source.source_seq()
-            total, done = self.source.item_count(), 0
-            if progress:
-                progress(0, total)
-            for items in self.source.snapshot(self._batch):
-                self.index.insert(items)
-                done += len(items)
+            try:
+                self._apply(self.index.reset)
+                # Read the seq BEFORE the snapshot: replaying from it afterwards covers
+                # every change the (non-transactional) snapshot may have missed.
+                seq = self.source.source_seq()
+                total, done = self.source.item_count(), 0
                 if progress:
-                    progress(done, max(total, done))
-            self.applied_seq, self.covered_seq, self._pending = seq, 0, 0
-            self._replay()
+                    progress(0, total)
+                for items in self.source.snapshot(self._batch):
+                    self._apply(self.index.insert, items)
+                    done += len(items)
+                    if progress:
+                        progress(done, max(total, done))
+                self.applied_seq, self.covered_seq, self._pending = seq, 0, 0
+                self._replay()
+            except _IndexFailed as failed:
+                raise failed.public(self.index.kind) from failed.cause
             self._pending = max(self._pending, 1)  # nothing of this index is on disk yet
+
+    def heal(self, reason: str) -> None:
+        """Rebuild a failed index from the source; a failed checkpoint is only logged.
+
+        For a running process whose index broke (see ``lost``): it answers again once
+        this returns. Errors of the source itself propagate.
+        """
+        with self.lock:
+            self._rebuild(None, reason, warn=True)
+            self._checkpoint_quietly()
+
+    def lost(self) -> str | None:
+        """Why the index must be rebuilt before it answers again (its files removed
+        under it, a native failure), or None. Cheap: at most one ``stat``."""
+        if self._keeps_files:
+            why: str | None = self.index.lost()  # type: ignore[attr-defined]
+            return why
+        return None
+
+    def read(self, query: Callable[[SidecarIndex[P]], R]) -> R:
+        """Run ``query`` on the index under the lock, healing the index if it is lost or
+        fails (at most ``READ_TRIES - 1`` rebuilds); never a raw native error.
+
+        The last failure is raised typed: ``StoreIOError`` when the disk fails, else
+        ``SidecarCorruptError``; errors of the source propagate as they are.
+        """
+        with self.lock:
+            if (why := self.lost()) is not None:
+                self.heal(why)
+            attempt = 1
+            while True:
+                try:
+                    return query(self.index)
+                except BaseException as exc:
+                    if not _index_failure(exc):
+                        raise
+                    failed = _IndexFailed(exc)
+                    if attempt == READ_TRIES:
+                        raise failed.public(self.index.kind) from exc
+                attempt += 1
+                self.heal(f"a query failed: {failed}")
 
     # ------------------------------------------------------------------ replay
     def catch_up(self) -> int:
         """Apply the source's changes after ``applied_seq``; checkpoint when due.
 
         Returns how many changes were applied. Cheap when nothing changed (one seq read).
+        Raises ``SidecarCorruptError`` when the index itself is lost or fails (its files
+        removed under it, a native error): ``heal`` rebuilds it. Errors of the source
+        propagate as they are.
         """
         with self.lock:
+            if (why := self.lost()) is not None:
+                raise SidecarCorruptError(f"the {self.index.kind} index is lost: {why}")
             if self.source.source_seq() <= self.applied_seq:
                 return 0
-            n = self._replay()
+            try:
+                n = self._replay()
+            except _IndexFailed as failed:
+                raise SidecarCorruptError(
+                    f"the {self.index.kind} index failed applying changes: {failed}"
+                ) from failed.cause
             if self._checkpoint_due():
                 self._checkpoint_quietly()
             return n
@@ -215,23 +307,32 @@ class Sidecar(Generic[P]):
                 # Keep feed order: flush pending inserts before a delete and vice versa.
                 if ch.op == "insert":
                     if deletes:
-                        self.index.delete(deletes)
+                        self._apply(self.index.delete, deletes)
                         deletes = []
                     if ch.payload is not None:  # None: the row is gone, a delete follows
                         inserts.append((ch.key, ch.payload))
                 else:
                     if inserts:
-                        self.index.insert(inserts)
+                        self._apply(self.index.insert, inserts)
                         inserts = []
                     deletes.append(ch.key)
             if inserts:
-                self.index.insert(inserts)
+                self._apply(self.index.insert, inserts)
             if deletes:
-                self.index.delete(deletes)
+                self._apply(self.index.delete, deletes)
             self.applied_seq = changes[-1].seq
             self._pending += len(changes)
             n += len(changes)
         return n
+
+    def _apply(self, op: Callable[..., None], *args: Sequence[Any]) -> None:
+        """Call the index; its failure raises ``_IndexFailed`` (see there)."""
+        try:
+            op(*args)
+        except BaseException as exc:
+            if not _index_failure(exc):
+                raise
+            raise _IndexFailed(exc) from exc
 
     # ------------------------------------------------------------------ checkpoint
     def checkpoint(self, *, force: bool = False) -> None:
@@ -258,39 +359,50 @@ class Sidecar(Generic[P]):
                 # Another process sharing this data dir checkpointed further; keep its.
                 self._pending = 0
                 return
-            seq, kind = self.applied_seq, self.index.kind
-            gen = f"{seq:012d}-{secrets.token_hex(4)}"
-            tree: str | None = None
-            if isinstance(self.index, KeepsFiles):
-                tree = f"{kind}-{gen}{TREE_SUFFIX}"
-                files = self._files.write_tree(tree, self.index.save)
-                keep = {tree}
-            else:
-                if not isinstance(self.index, SealsBytes):
-                    raise TypeError(f"{self.index!r} is neither SealsBytes nor KeepsFiles")
-                files = self._files.write_sealed(
-                    f"{kind}-{gen}", self.index.dump(), lambda name: self._aad(seq, name)
-                )
-                keep = {f["file"] for f in files.values()}
-            now = datetime.now(UTC).isoformat()
-            body: dict[str, Any] = {
-                "format": SIDECAR_FORMAT,
-                "kind": kind,
-                "store_id": self.source.store_id,
-                "covered_seq": seq,
-                "entries": self.index.count(),
-                "created_at": now,
-                "embedder": self._embedder_json(),
-                "params": dict(self.index.params()),
-                "files": files,
-            }
-            if tree is not None:
-                body["tree"] = tree
-            body["mac"] = self._files.mac(body)
-            # The commit point: after this rename the new checkpoint is the one on disk.
-            atomic_write(self.directory / MANIFEST, canonical(body) + b"\n", io=self._io)
-            self.covered_seq, self._pending, self._last_checkpoint = seq, 0, now
-            self._files.remove_unreferenced(kind, keep)
+            try:
+                self._write_checkpoint()
+            except BaseException:
+                # Files of a checkpoint whose manifest was never committed are garbage:
+                # without this, every failed attempt (disk full, index lost) left a
+                # tree or sealed files behind, holding space, until a later success.
+                self._files.collect_garbage(self.index.kind)
+                raise
+
+    def _write_checkpoint(self) -> None:
+        """``checkpoint``'s writes, under its locks: data files, then the manifest."""
+        seq, kind = self.applied_seq, self.index.kind
+        gen = f"{seq:012d}-{secrets.token_hex(4)}"
+        tree: str | None = None
+        if isinstance(self.index, KeepsFiles):
+            tree = f"{kind}-{gen}{TREE_SUFFIX}"
+            files = self._files.write_tree(tree, self.index.save)
+            keep = {tree}
+        else:
+            if not isinstance(self.index, SealsBytes):
+                raise TypeError(f"{self.index!r} is neither SealsBytes nor KeepsFiles")
+            files = self._files.write_sealed(
+                f"{kind}-{gen}", self.index.dump(), lambda name: self._aad(seq, name)
+            )
+            keep = {f["file"] for f in files.values()}
+        now = datetime.now(UTC).isoformat()
+        body: dict[str, Any] = {
+            "format": SIDECAR_FORMAT,
+            "kind": kind,
+            "store_id": self.source.store_id,
+            "covered_seq": seq,
+            "entries": self.index.count(),
+            "created_at": now,
+            "embedder": self._embedder_json(),
+            "params": dict(self.index.params()),
+            "files": files,
+        }
+        if tree is not None:
+            body["tree"] = tree
+        body["mac"] = self._files.mac(body)
+        # The commit point: after this rename the new checkpoint is the one on disk.
+        atomic_write(self.directory / MANIFEST, canonical(body) + b"\n", io=self._io)
+        self.covered_seq, self._pending, self._last_checkpoint = seq, 0, now
+        self._files.remove_unreferenced(kind, keep)
 
     def close(self) -> None:
         """Release the index's working files, if it keeps any (checkpoints stay)."""
@@ -299,12 +411,13 @@ class Sidecar(Generic[P]):
                 self.index.close()
 
     def _checkpoint_quietly(self) -> None:
-        # A failed checkpoint loses nothing (the source has every change and the index
-        # is intact in memory): log it and try again after the next batch.
+        # A failed checkpoint loses nothing (the source has every change): log it and
+        # try again after the next batch. An index that failed while saving says so
+        # through ``lost``, and the next query rebuilds it.
         try:
             self.checkpoint()
-        except StoreIOError as exc:
-            log.warning("could not checkpoint the %s index: %s", self.index.kind, exc)
+        except (StoreIOError, SidecarCorruptError) as exc:
+            log.warning("could not checkpoint the %s index: %s", self.index.kind, exc.message)
 
     # ------------------------------------------------------------------ status
     def status(self) -> SidecarStatus:

@@ -205,16 +205,20 @@ class CheckpointFiles:
         path = self.directory / name
         with translate_os_errors("creating", path):
             path.mkdir(mode=0o700)
-        fill(path)
         files: dict[str, dict[str, Any]] = {}
         digests: dict[_Ident, dict[str, Any]] = {}
-        with translate_os_errors("writing", path):
-            for p in sorted(path.iterdir()):
-                ident, digest = self._digest(p, durable=True)
-                files[p.name] = {"file": p.name, **digest}
-                digests[ident] = digest
-            self._io.fsync_dir(path)
-            self._io.fsync_dir(self.directory)
+        try:
+            fill(path)
+            with translate_os_errors("writing", path):
+                for p in sorted(path.iterdir()):
+                    ident, digest = self._digest(p, durable=True)
+                    files[p.name] = {"file": p.name, **digest}
+                    digests[ident] = digest
+                self._io.fsync_dir(path)
+                self._io.fsync_dir(self.directory)
+        except BaseException:
+            shutil.rmtree(path, ignore_errors=True)  # no manifest will ever name it
+            raise
         self._digests = digests  # only the files of the newest checkpoint stay cached
         return files
 
@@ -285,9 +289,13 @@ class CheckpointFiles:
 
     def remove_unreferenced(self, kind: str, keep: set[str]) -> None:
         """Delete this kind's sealed data files and checkpoint directories that the
-        manifest no longer names."""
+        manifest no longer names (best effort: what fails to go stays garbage)."""
         prefix = f"{kind}-"
-        for p in self.directory.iterdir():
+        try:
+            found = list(self.directory.iterdir())
+        except OSError:
+            return
+        for p in found:
             if not p.name.startswith(prefix) or p.name in keep:
                 continue
             if p.name.endswith(".sealed"):
@@ -295,6 +303,23 @@ class CheckpointFiles:
                     self._io.unlink(p)
             elif p.name.endswith(TREE_SUFFIX):
                 shutil.rmtree(p, ignore_errors=True)
+
+    def collect_garbage(self, kind: str) -> None:
+        """Delete this kind's data files and trees that the manifest on disk does not
+        name: those of a checkpoint that failed before its manifest was committed.
+
+        Call under ``lock``, so no other process is between writing its files and its
+        manifest. With no valid manifest nothing of this kind is kept.
+        """
+        m = self.read_manifest_quietly()
+        keep: set[str] = set()
+        if m is not None and m.get("kind") == kind:
+            tree, files = m.get("tree"), m.get("files")
+            if isinstance(tree, str):
+                keep.add(tree)
+            elif isinstance(files, dict):
+                keep |= {f["file"] for f in files.values() if isinstance(f, dict) and "file" in f}
+        self.remove_unreferenced(kind, keep)
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:

@@ -130,7 +130,8 @@ class KeepsFiles(Protocol):
     hands ``open_saved`` a directory only after every file passed. ``open_saved`` must
     never write into it. The files are NOT encrypted: such an adapter may only write
     files that hold no plaintext (blinded terms, keys). The alternative to ``SealsBytes``;
-    ``close`` drops whatever working files the adapter keeps.
+    ``close`` drops whatever working files the adapter keeps. Files can vanish under a
+    running process: ``lost`` says so, cheaply, and the mechanism rebuilds.
     """
 
     def save(self, directory: Path) -> None:
@@ -143,6 +144,11 @@ class KeepsFiles(Protocol):
 
     def close(self) -> None:
         """Release the index and its working files."""
+        ...
+
+    def lost(self) -> str | None:
+        """Why the index can no longer answer from its files (removed under it, a native
+        call that failed), or None. Called before every query: one ``stat`` at most."""
         ...
 
 

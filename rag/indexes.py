@@ -5,6 +5,10 @@ Both are ``Sidecar``s (sealed checkpoints, replay, rebuild: see
 sidecar (Tantivy) indexes title + text of every chunk. The HNSW sidecar indexes the chunk
 vectors sealed inside the log records, so a lost index is rebuilt without re-embedding;
 a record embedded with another model, dimension or chunking has no vectors for it.
+
+An index lost or broken while the store is open (its directory deleted, a native error,
+a full disk) is rebuilt at the next ingest or query (``Sidecar.heal``/``read``): it
+never fails an acknowledged write, and a query answers from the rebuilt index.
 """
 
 from __future__ import annotations
@@ -13,10 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from agentzero_store.bm25_blinded import BlindedBm25Index
-from agentzero_store.bm25_index import SealedBm25Index
+from agentzero_store.bm25_index import SealedBm25Index, TantivyBm25
 from agentzero_store.config import Layout, StoreConfig
 from agentzero_store.embeddings import Embedder
-from agentzero_store.errors import InvalidArgumentError
+from agentzero_store.errors import InvalidArgumentError, SidecarCorruptError
 from agentzero_store.fileio import FileIO
 from agentzero_store.hnsw_index import HnswIndex
 from agentzero_store.keys import StoreKeys
@@ -132,13 +136,26 @@ class DocumentIndexes:
             sidecar.close()
 
     def catch_up(self) -> None:
-        """Replay the log's new changes into every sidecar."""
+        """Replay the log's new changes into every sidecar; rebuild one that is lost."""
         try:
             for sidecar in self.sidecars():
-                sidecar.catch_up()
+                try:
+                    sidecar.catch_up()
+                except SidecarCorruptError as exc:
+                    sidecar.heal(exc.message)
         finally:
             # Past this point a sidecar that still needs a record re-reads it from disk.
             self.chunks.forget_records()
+
+    def bm25_search(self, text: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` best (chunk key, score) for ``text`` by BM25; an index that fails
+        is rebuilt and asked again (``Sidecar.read``), never a raw Tantivy error."""
+
+        def search(index: object) -> list[tuple[int, float]]:
+            assert isinstance(index, TantivyBm25)
+            return index.search(text, k)
+
+        return self.bm25.read(search)
 
     def vector_coverage(self) -> tuple[int, int]:
         """(chunks with vectors from this embedder, chunks in the BM25 index)."""

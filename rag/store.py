@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentzero_store.acks import Ledger
-from agentzero_store.bm25_index import TantivyBm25
 from agentzero_store.config import Layout, StoreConfig
 from agentzero_store.embeddings import Embedder, as_vector
 from agentzero_store.errors import InvalidArgumentError, NoEmbedderError
@@ -388,10 +387,7 @@ class DocumentStore:
         return self._hits(rows, None, {f.key: f.ranks for f in fused})
 
     def _bm25_docs(self, text: str, n: int) -> list[tuple[int, int, float]]:
-        index = self.bm25.index
-        assert isinstance(index, TantivyBm25)
-        with self.bm25.lock:
-            return roll_up(index.search(text, n * CANDIDATES_PER_DOC))[:n]
+        return roll_up(self.indexes.bm25_search(text, n * CANDIDATES_PER_DOC))[:n]
 
     def _semantic_docs(self, text: str, n: int) -> list[tuple[int, int, float]]:
         if self.embedder is None or self.hnsw is None:

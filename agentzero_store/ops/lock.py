@@ -189,8 +189,11 @@ def _claim(fd: int, path: Path, purpose: str | None) -> None:
         "since": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     # No fsync: the content is informational; after a crash the lock is free anyway.
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(info).encode() + b"\n", 0)
+    # On a full disk the write fails: a typed error (the caller closes the fd, which
+    # releases the lock), since the write the lock was taken for would fail too.
+    with translate_os_errors("writing", path):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode() + b"\n", 0)
 
 
 __all__ = ["WriterLock", "acquire_writer", "default_timeout", "lock_holder", "writer_lock"]
