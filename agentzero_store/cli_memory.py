@@ -135,10 +135,18 @@ def import_(
 ) -> None:
     """Append every entry of a JSON-lines file (fields as in MemoryEntry)."""
     entries: list[MemoryEntry] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(
+            f"{path} is not UTF-8 text (byte {exc.start})", hint="save the file as UTF-8 JSONL"
+        ) from None
+    for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 entries.append(MemoryEntry.from_dict(json.loads(line)))
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(f"{path}:{n}: {exc.message}", hint=exc.hint) from exc
             except (json.JSONDecodeError, TypeError) as exc:
                 raise InvalidArgumentError(f"{path}:{n}: {exc}") from exc
     ids: list[str] = []

@@ -72,6 +72,17 @@ class DocInput:
     source_path: str | None = None
     metadata: Mapping[str, Any] | None = None
 
+    def __post_init__(self) -> None:
+        # Checked here, before chunking, hashing or embedding touch the text: a lone
+        # surrogate cannot be encoded, and NaN or oversized metadata cannot be stored.
+        check_optional_text("document id", self.id)
+        if isinstance(self.text, str):  # a missing text is named by ingest_many
+            check_text("document text", self.text)
+        check_optional_text("title", self.title)
+        check_optional_text("source_path", self.source_path)
+        if self.metadata:
+            metadata_json(self.metadata)
+
 
 class DocumentStore:
     """Ingest, delete, get and query documents in an encrypted data dir."""

@@ -111,3 +111,157 @@ def test_api_limit_at_the_cap_and_numpy_ints_work(data_dir: Path) -> None:
     with DocumentStore.open(data_dir, passphrase=PASSPHRASE, config=FAST) as docs:
         docs.ingest("d", "hello document")
         assert [h.id for h in docs.query("hello", MAX_RESULTS)] == ["d"]
+
+
+# ----------------------------------------------------------------- 2. text that is not UTF-8
+
+# Bytes that are not UTF-8 on a command line reach Python as lone surrogates
+# (surrogateescape); subprocess encodes these str arguments back to the raw bytes.
+NOT_UTF8 = "\udcff"  # the byte 0xff
+CESU_SURROGATE = "a\udced\udca0\udc80"  # b"a\xed\xa0\x80": an encoded lone surrogate
+
+
+def test_cli_arguments_that_are_not_utf8_are_refused_for_every_command(cli_store: Path) -> None:
+    before = tree_digest(cli_store)
+    cases: list[tuple[tuple[str, ...], str]] = [
+        (("memory", "append", NOT_UTF8, *NO_EMBEDDER), "CONTENT"),
+        (("memory", "append", CESU_SURROGATE, *NO_EMBEDDER), "CONTENT"),
+        (("memory", "append", "fine", "--org", NOT_UTF8, *NO_EMBEDDER), "--org"),
+        (("memory", "append", "fine", "--metadata", '{"k": "\udcff"}', *NO_EMBEDDER), "metadata"),
+        (("memory", "recall", NOT_UTF8, "--mode", "keyword"), "QUERY"),
+        (("memory", "recent", "--conversation", NOT_UTF8), "--conversation"),
+        (("memory", "get", "id" + NOT_UTF8), "ENTRY_ID"),
+        (("memory", "delete", NOT_UTF8), "ENTRY_ID"),
+        (("rag", "query", NOT_UTF8), "TEXT"),
+        (("rag", "ingest", "--id", NOT_UTF8, "--text", "x", *NO_EMBEDDER), "--id"),
+        (("rag", "ingest", "--id", "x", "--text", CESU_SURROGATE, *NO_EMBEDDER), "--text"),
+    ]
+    for args, named in cases:
+        err = _assert_clean_failure(run_cli(cli_store, *args, "--json", check=False))
+        assert named in err["message"] and "surrogate" in err["message"], (args, err)
+    # The human form too: a message and a hint on stderr, exit 2, nothing else.
+    p = run_cli(cli_store, "memory", "append", NOT_UTF8, *NO_EMBEDDER, check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "not valid Unicode" in p.stderr and "hint:" in p.stderr
+    assert tree_digest(cli_store) == before  # refused before anything was opened
+
+
+SURROGATE = "x\ud800y"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"content": SURROGATE},
+        {"role": SURROGATE},
+        {"org_id": SURROGATE},
+        {"agent_id": SURROGATE},
+        {"conversation_id": SURROGATE},
+        {"id": SURROGATE},
+        {"embedding_model": SURROGATE},
+        {"metadata": {"k": SURROGATE}},
+        {"metadata": {SURROGATE: 1}},
+        {"metadata": {"k": [{"deep": SURROGATE}]}},
+    ],
+)
+def test_memory_entry_with_lone_surrogates_is_a_typed_error(fields: dict[str, Any]) -> None:
+    with pytest.raises(InvalidArgumentError, match="surrogate"):
+        MemoryEntry(**{"content": "ok", **fields})
+
+
+def test_memory_reads_with_lone_surrogates_are_typed_errors(memory: SqliteMemoryStore) -> None:
+    memory.append(MemoryEntry(content="hello"))
+    calls = [
+        lambda: memory.get(SURROGATE),
+        lambda: memory.delete(SURROGATE),
+        lambda: memory.keyword_recall(SURROGATE),
+        lambda: memory.recall(SURROGATE, mode="keyword"),
+        lambda: memory.hybrid_recall(SURROGATE, rand_vectors(1)[0]),
+        lambda: memory.recent(5, org_id=SURROGATE),
+        lambda: memory.count(conversation_id=SURROGATE),
+        lambda: memory.forget(agent_id=SURROGATE),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidArgumentError, match="surrogate"):
+            call()
+    assert memory.count() == 1
+
+
+def test_documents_with_lone_surrogates_are_typed_errors(data_dir: Path) -> None:
+    with DocumentStore.open(data_dir, passphrase=PASSPHRASE, config=FAST) as docs:
+        docs.ingest("ok", "hello document")
+        before = docs.log.path.read_bytes()
+        calls = [
+            lambda: docs.ingest(SURROGATE, "text"),
+            lambda: docs.ingest("d", "text " + SURROGATE),
+            lambda: docs.ingest("d", "text", title=SURROGATE),
+            lambda: docs.ingest("d", "text", source_path=SURROGATE),
+            lambda: docs.ingest("d", "text", metadata={"k": SURROGATE}),
+            lambda: docs.query(SURROGATE),
+            lambda: docs.delete(SURROGATE),
+        ]
+        for call in calls:
+            with pytest.raises(InvalidArgumentError, match="surrogate"):
+                call()
+        # No document can have such an id, so looking one up is simply "not found".
+        assert docs.get(SURROGATE) is None
+        assert docs.log.path.read_bytes() == before
+        assert [d.id for d in docs.documents()] == ["ok"]
+
+
+# ----------------------------------------------------------------- 6. metadata
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), [1.0, float("nan")]])
+def test_nan_and_infinity_in_metadata_are_refused(data_dir: Path, value: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="NaN or infinity"):
+        MemoryEntry(content="x", metadata={"v": value})
+    with DocumentStore.open(data_dir, passphrase=PASSPHRASE, config=FAST) as docs:
+        with pytest.raises(InvalidArgumentError, match="NaN or infinity"):
+            docs.ingest("d", "text", metadata={"v": value})
+        assert len(docs) == 0
+
+
+def test_cli_refuses_nan_metadata(cli_store: Path) -> None:
+    for command in (
+        ("memory", "append", "x", "--metadata", '{"v": NaN}'),
+        ("rag", "ingest", "--id", "d2", "--text", "x", "--metadata", '{"v": Infinity}'),
+    ):
+        err = _assert_clean_failure(
+            run_cli(cli_store, *command, *NO_EMBEDDER, "--json", check=False)
+        )
+        assert "NaN or infinity" in err["message"]
+
+
+def _metadata_of_size(n: int) -> dict[str, str]:
+    meta = {"k": ""}
+    overhead = len(json.dumps(meta, separators=(",", ":")).encode())
+    return {"k": "é" * ((n - overhead) // 2) + "x" * ((n - overhead) % 2)}
+
+
+def test_metadata_size_is_capped(memory: SqliteMemoryStore, data_dir: Path) -> None:
+    at_cap, over = _metadata_of_size(MAX_METADATA_BYTES), _metadata_of_size(MAX_METADATA_BYTES + 1)
+    eid = memory.append(MemoryEntry(content="x", metadata=at_cap))
+    assert memory.get(eid).metadata == at_cap  # type: ignore[union-attr]
+    cap = f"{MAX_METADATA_BYTES:,}"
+    with pytest.raises(InvalidArgumentError, match=cap):
+        MemoryEntry(content="x", metadata=over)
+    with DocumentStore.open(data_dir, passphrase=PASSPHRASE, config=FAST) as docs:
+        docs.ingest("ok", "text", metadata=at_cap)
+        with pytest.raises(InvalidArgumentError, match=cap):
+            docs.ingest("big", "text", metadata=over)
+        assert [d.id for d in docs.documents()] == ["ok"]
+
+
+def test_metadata_must_round_trip(data_dir: Path) -> None:
+    deep: Any = "leaf"
+    for _ in range(MAX_METADATA_DEPTH):
+        deep = [deep]
+    MemoryEntry(content="x", metadata={"d": deep[0]})  # exactly at the depth cap
+    bad = [{"d": deep}, {1: "int key"}, {"k": {2: "nested int key"}}, {"k": object()}]
+    with DocumentStore.open(data_dir, passphrase=PASSPHRASE, config=FAST) as docs:
+        for meta in bad:
+            with pytest.raises(InvalidArgumentError):
+                MemoryEntry(content="x", metadata=meta)
+            with pytest.raises(InvalidArgumentError):
+                docs.ingest("d", "text", metadata=meta)
