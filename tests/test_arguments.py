@@ -209,6 +209,63 @@ def test_documents_with_lone_surrogates_are_typed_errors(data_dir: Path) -> None
         assert [d.id for d in docs.documents()] == ["ok"]
 
 
+# ----------------------------------------------------------------- 3. duplicate ids
+
+
+def test_duplicate_id_is_typed_and_never_says_whose_it_is(memory: SqliteMemoryStore) -> None:
+    memory.append(MemoryEntry(content="tenant A's secret", id="note-1", org_id="A"))
+    seq = memory.source_seq()
+    with pytest.raises(DuplicateIdError) as other_tenant:
+        memory.append(MemoryEntry(content="mine", id="note-1", org_id="B"))
+    with pytest.raises(DuplicateIdError) as same_tenant:
+        memory.append(MemoryEntry(content="changed", id="note-1", org_id="A"))
+    # The same words whoever holds the id: a caller cannot probe other tenants' ids.
+    assert str(other_tenant.value) == str(same_tenant.value)
+    assert other_tenant.value.to_dict() == same_tenant.value.to_dict()
+    assert "secret" not in str(other_tenant.value) and "'A'" not in str(other_tenant.value)
+    assert other_tenant.value.code == "duplicate_id" and other_tenant.value.exit_code == 2
+    assert isinstance(other_tenant.value, InvalidArgumentError)
+    assert memory.source_seq() == seq and memory.count() == 1
+
+
+def test_resending_an_identical_memory_with_its_id_is_a_no_op(memory: SqliteMemoryStore) -> None:
+    entry = MemoryEntry(content="remember this", id="m1", org_id="A", metadata={"n": 1})
+    assert memory.append(entry) == "m1"
+    seq = memory.source_seq()
+    # A retry after a lost acknowledgement succeeds and writes nothing.
+    assert memory.append(entry) == "m1"
+    assert memory.append_many([entry, MemoryEntry(content="new", id="m2")]) == ["m1", "m2"]
+    assert memory.count() == 2 and memory.source_seq() == seq + 1
+    # Any difference is a conflict, and a batch with a conflict writes nothing.
+    for changed in (
+        entry.with_(metadata={"n": 2}),
+        entry.with_(role="assistant"),
+        entry.with_(conversation_id="c9"),
+        entry.with_(kind="self_noted"),
+    ):
+        with pytest.raises(DuplicateIdError):
+            memory.append_many([MemoryEntry(content="another"), changed])
+    assert memory.count() == 2 and memory.source_seq() == seq + 1
+
+
+def test_duplicate_ids_within_one_batch_are_refused(memory: SqliteMemoryStore) -> None:
+    with pytest.raises(DuplicateIdError, match="twice"):
+        memory.append_many([MemoryEntry(content="a", id="x"), MemoryEntry(content="b", id="x")])
+    assert memory.count() == 0
+
+
+def test_cli_import_with_a_taken_id_is_a_typed_error(cli_store: Path, tmp_path: Path) -> None:
+    lines = tmp_path / "in.jsonl"
+    lines.write_text(json.dumps({"content": "first", "id": "fixed"}) + "\n")
+    run_cli(cli_store, "memory", "import", str(lines), *NO_EMBEDDER)
+    run_cli(cli_store, "memory", "import", str(lines), *NO_EMBEDDER)  # identical: a no-op
+    lines.write_text(json.dumps({"content": "other", "id": "fixed", "org_id": "B"}) + "\n")
+    p = run_cli(cli_store, "memory", "import", str(lines), *NO_EMBEDDER, "--json", check=False)
+    err = _assert_clean_failure(p, code="duplicate_id")
+    assert "fixed" in err["message"]
+    assert len(js(run_cli(cli_store, "memory", "recent", "--json"))) == 2
+
+
 # ----------------------------------------------------------------- 6. metadata
 
 
