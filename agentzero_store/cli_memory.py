@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, cast
 
@@ -24,6 +24,7 @@ from .cli_common import (
     store_kwargs,
 )
 from .errors import InvalidArgumentError, NotFoundError
+from .limits import expires_after
 from .memory import SqliteMemoryStore
 from .ops.lock import writer_lock
 from .records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
@@ -82,7 +83,7 @@ def _expiry(expires_in: float | None, expires_at: str | None) -> datetime | None
     if expires_in is not None and expires_at is not None:
         raise InvalidArgumentError("give --expires-in or --expires-at, not both")
     if expires_in is not None:
-        return datetime.now(UTC) + timedelta(seconds=expires_in)
+        return expires_after(expires_in, datetime.now(UTC), "--expires-in")
     return parse_datetime(expires_at) if expires_at else None
 
 

@@ -266,6 +266,67 @@ def test_cli_import_with_a_taken_id_is_a_typed_error(cli_store: Path, tmp_path: 
     assert len(js(run_cli(cli_store, "memory", "recent", "--json"))) == 2
 
 
+# ----------------------------------------------------------------- 4. time to live
+
+
+def test_mcp_time_to_live_is_bounded(data_dir: Path, tmp_path: Path) -> None:
+    SqliteMemoryStore.open(data_dir, passphrase=PASSPHRASE, config=FAST).close()
+    params = server_params(data_dir, env={"AGENTZERO_EMBEDDER": "none"})
+    errlog = (tmp_path / "stderr.log").open("w")
+
+    async def session() -> None:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as s,
+        ):
+            await s.initialize()
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            ttl = tools["memory_append"].input_schema["properties"]["expires_in_seconds"]
+            assert ttl["maximum"] == MAX_TTL
+            for bad in (1e20, MAX_TTL + 1, 1e308):
+                r = await s.call_tool("memory_append", {"content": "x", "expires_in_seconds": bad})
+                err = result(r)
+                assert r.is_error and err["error"] == "invalid_argument", err
+                assert f"{MAX_TTL:,}" in err["message"] and err["hint"]
+            r = await s.call_tool("memory_append", {"content": "x", "expires_in_seconds": MAX_TTL})
+            assert not r.is_error, result(r)
+
+    with errlog:
+        anyio.run(session)
+    assert "internal_error" not in (tmp_path / "stderr.log").read_text()
+
+
+def test_tool_refuses_non_finite_numbers(memory: SqliteMemoryStore) -> None:
+    host = ToolHost([MemoryAppendTool(memory)])
+    for raw in (
+        '{"content": "x", "expires_in_seconds": NaN}',
+        '{"content": "x", "expires_in_seconds": Infinity}',
+    ):
+        tool = host.tools["memory_append"]
+        with pytest.raises(InvalidArgumentError, match="finite"):
+            tool.run(raw)
+    ok, res = host.call("memory_append", {"content": "x", "expires_in_seconds": 1e20})
+    assert not ok and res["error"] == "invalid_argument"
+    assert memory.count() == 0
+
+
+def test_cli_time_to_live_is_bounded(cli_store: Path) -> None:
+    for bad in ("1e20", "0", "-5", "nan", "inf"):
+        p = run_cli(
+            cli_store,
+            "memory",
+            "append",
+            "x",
+            "--expires-in",
+            bad,
+            *NO_EMBEDDER,
+            "--json",
+            check=False,
+        )
+        err = _assert_clean_failure(p)
+        assert "expires" in err["message"], err
+
+
 # ----------------------------------------------------------------- 6. metadata
 
 
