@@ -236,11 +236,14 @@ def _blobs(vecs: Sequence[Any] | Vector, dim: int | None) -> list[bytes | None]:
         return [None] * len(vecs)
     if isinstance(vecs, np.ndarray) or all(v is not None for v in vecs):
         try:
-            matrix = np.asarray(vecs, dtype=np.float32)
+            with np.errstate(over="ignore"):  # too large for float32: as_vectors names it
+                matrix = np.asarray(vecs, dtype=np.float32)
         except (TypeError, ValueError):
             matrix = None  # ragged: the per-row path below names the bad vector
         if matrix is not None and matrix.ndim == 2:
-            return [row.tobytes() for row in as_vectors(matrix, dim)]
+            # A value the cast made infinite is named from the caller's own numbers.
+            rows = as_vectors(matrix if np.isfinite(matrix).all() else vecs, dim)
+            return [row.tobytes() for row in rows]
     return [as_vector(v, dim).tobytes() if v is not None else None for v in vecs]
 
 

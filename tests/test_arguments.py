@@ -327,6 +327,50 @@ def test_cli_time_to_live_is_bounded(cli_store: Path) -> None:
         assert "expires" in err["message"], err
 
 
+# ----------------------------------------------------------------- 5. vectors
+
+
+def test_huge_finite_vectors_are_normalised_not_zeroed(memory: SqliteMemoryStore) -> None:
+    # 3e38 is a finite float32, but its square overflowed: the stored vector was all zeros.
+    big = np.full(384, 3e38, dtype=np.float32)
+    big[::2] = -3e38
+    eid = memory.append_with_embedding(MemoryEntry(content="big"), big)
+    stored = np.frombuffer(memory.vectors_after(0, 1)[0][1], dtype=np.float32)
+    expected = big.astype(np.float64) / np.linalg.norm(big.astype(np.float64))
+    np.testing.assert_allclose(stored, expected, rtol=1e-6)
+    hit = memory.semantic_recall(big, 1)[0]
+    assert hit.id == eid and hit.score == pytest.approx(1.0, abs=1e-5)
+    tiny = np.full(384, 1e-30, dtype=np.float32)  # its square underflowed to "all zeros"
+    np.testing.assert_allclose(as_vector(tiny, 384), np.full(384, 384**-0.5), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("vector", "words"),
+    [
+        ([1e39] * 384, "float32"),  # finite in float64, infinite once stored as float32
+        ([np.inf] * 384, "NaN or infinity"),
+        ([np.nan] + [1.0] * 383, "NaN or infinity"),
+        ("hello", "number"),
+        ([["a"]] * 384, "number"),
+        ([0.0] * 384, "all zeros"),
+    ],
+)
+def test_bad_vectors_are_typed_errors_naming_the_problem(vector: Any, words: str) -> None:
+    with pytest.raises(DimensionMismatchError, match=words):
+        as_vector(vector, 384)
+    with pytest.raises(DimensionMismatchError, match=words):
+        as_vectors([vector], 384)
+
+
+def test_bad_vectors_are_refused_by_the_store(memory: SqliteMemoryStore) -> None:
+    memory.append_with_embedding(MemoryEntry(content="first"), rand_vectors(1)[0])
+    with pytest.raises(DimensionMismatchError, match="float32"):
+        memory.append_with_embedding(MemoryEntry(content="x"), [1e39] * 384)
+    with pytest.raises(DimensionMismatchError, match="number"):
+        memory.semantic_recall("hello", 3)
+    assert memory.count() == 1
+
+
 # ----------------------------------------------------------------- 6. metadata
 
 
