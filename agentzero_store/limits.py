@@ -11,7 +11,9 @@ and fail there with a crash instead of an error that names the argument:
   document log and every hash of it fail deep inside;
 - NaN and infinity are not JSON, and unbounded metadata is stored, sealed, copied and
   read back with every hit;
-- a time to live of ``1e20`` seconds overflows ``datetime``.
+- a time to live of ``1e20`` seconds overflows ``datetime``;
+- keys.json is read before anything in it can be authenticated: its KDF parameters
+  decide how much memory and time every open spends.
 
 These are limits of the API, not tunables: they are the same for every store, so a value
 one process accepts, every other process reads back. Every violation is an
@@ -40,6 +42,22 @@ MAX_METADATA_DEPTH = 32
 
 MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 """Longest time to live (``expires_in``): 100 years of 365 days, 3,153,600,000 s."""
+
+# keys.json is read before anything is authenticated, so what it asks for is bounded.
+# scrypt needs 128 * n * r bytes and n * r * p units of work per open: n=2**22 asked for
+# 4 GiB. The defaults (config.KdfParams: n=2**15, r=8, p=1) sit well inside.
+SCRYPT_N_MIN = 2**10
+"""Smallest scrypt cost n read from or written to keys.json (a power of two)."""
+SCRYPT_N_MAX = 2**20
+"""Largest scrypt cost n (a power of two): 1 GiB with r=8."""
+SCRYPT_R_MAX = 16
+"""Largest scrypt block size r."""
+SCRYPT_P_MAX = 4
+"""Largest scrypt parallelism p."""
+SCRYPT_MAX_MEMORY = 1 << 30
+"""Largest scrypt memory, 128 * n * r bytes: 1 GiB."""
+KEY_HEADER_MAX_BYTES = 1 << 20
+"""Largest keys.json read (one is under 2 KiB; a few slots stay far below this)."""
 
 _TEXT_HINT = (
     "send Unicode text that encodes as UTF-8; on a command line, an argument held bytes "
@@ -179,10 +197,16 @@ def expires_after(seconds: Any, now: datetime, name: str = "expires_in") -> date
 
 
 __all__ = [
+    "KEY_HEADER_MAX_BYTES",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "MAX_RESULTS",
     "MAX_TTL_SECONDS",
+    "SCRYPT_MAX_MEMORY",
+    "SCRYPT_N_MAX",
+    "SCRYPT_N_MIN",
+    "SCRYPT_P_MAX",
+    "SCRYPT_R_MAX",
     "check_limit",
     "check_optional_text",
     "check_text",
