@@ -26,7 +26,7 @@ from .cli_common import (
 from .errors import InvalidArgumentError, NotFoundError
 from .limits import expires_after
 from .memory import SqliteMemoryStore
-from .ops.lock import writer_lock
+from .ops.lock import acquire_writer
 from .records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
 
 app = typer.Typer(no_args_is_help=True)
@@ -45,9 +45,20 @@ def _open(embedder: str | None = "none") -> SqliteMemoryStore:
 
 @contextmanager
 def _open_writer(embedder: str | None = "none") -> Iterator[SqliteMemoryStore]:
-    # One writer per data dir: wait for (then name) another writer rather than interleave.
-    with writer_lock(data_dir(), purpose="agentzero memory"), _open(embedder) as store:
-        yield store
+    # The store opens first: a wrong credential must fail before writer.lock is created
+    # or written. Then one writer per data dir: wait for (then name) another writer
+    # rather than interleave. The store closes (and checkpoints) before the role goes.
+    store = _open(embedder)
+    try:
+        lock = acquire_writer(data_dir(), purpose="agentzero memory")
+    except BaseException:
+        store.close()
+        raise
+    try:
+        with store:
+            yield store
+    finally:
+        lock.release()
 
 
 def _hits_table(hits: list[MemoryHit]) -> None:
