@@ -179,12 +179,14 @@ def cli_main(
     mp.setenv("AGENTZERO_EMBEDDER", "none")
     mp.setattr(sys, "argv", ["agentzero", "--data-dir", str(data_dir), *args])
     capsys.readouterr()
+    umask = os.umask(0o077)  # main() sets the process umask: give this process its own back
     try:
         cli.main()
         code: int = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
+        os.umask(umask)
         cli_common.STATE.data_dir = cli_common.STATE.key_file = None
         cli_common.STATE.json = False
     out, err = capsys.readouterr()
