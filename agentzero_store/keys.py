@@ -51,14 +51,7 @@ from .errors import (
     WrongKeyError,
 )
 from .fileio import DEFAULT_IO, FileIO, atomic_write
-from .limits import (
-    KEY_HEADER_MAX_BYTES,
-    SCRYPT_MAX_MEMORY,
-    SCRYPT_N_MAX,
-    SCRYPT_N_MIN,
-    SCRYPT_P_MAX,
-    SCRYPT_R_MAX,
-)
+from .limits import KEY_HEADER_MAX_BYTES, scrypt_problem
 
 KEYS_FORMAT = "agentzero-keys/1"
 NONCE_BYTES = 12
@@ -252,26 +245,8 @@ def _check_b64(what: str, value: Any, low: int, high: int) -> None:
 
 
 def _scrypt_problem(kdf: Mapping[str, Any]) -> str | None:
-    """What is wrong with scrypt's n, r and p, or None (bounds: ``agentzero_store.limits``)."""
-    n, r, p = kdf.get("n"), kdf.get("r"), kdf.get("p")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (n, r, p)):
-        return "n, r and p must be integers"
-    assert isinstance(n, int) and isinstance(r, int) and isinstance(p, int)
-    if not SCRYPT_N_MIN <= n <= SCRYPT_N_MAX or n & (n - 1):
-        return f"n={_show(n)} is not a power of two from 2**10 to 2**20"
-    if not 1 <= r <= SCRYPT_R_MAX:
-        return f"r={_show(r)} is not from 1 to {SCRYPT_R_MAX}"
-    if not 1 <= p <= SCRYPT_P_MAX:
-        return f"p={_show(p)} is not from 1 to {SCRYPT_P_MAX}"
-    if n >= 1 << (16 * r):  # scrypt's own rule (RFC 7914); OpenSSL says "MemoryError"
-        return f"n={n} is not below 2**(16*r) for r={r}"
-    if 128 * n * r > SCRYPT_MAX_MEMORY:
-        return f"n={n} with r={r} needs {128 * n * r >> 20} MiB, more than 1 GiB"
-    return None
-
-
-def _show(v: int) -> str:
-    return str(v) if abs(v) < 10**12 else f"<a {v.bit_length()}-bit number>"
+    """What is wrong with a slot's scrypt n, r and p (see ``limits.scrypt_problem``)."""
+    return scrypt_problem(kdf.get("n"), kdf.get("r"), kdf.get("p"))
 
 
 def read_header(layout: Layout) -> dict[str, Any]:

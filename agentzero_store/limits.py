@@ -65,6 +65,28 @@ _TEXT_HINT = (
 )
 
 
+def scrypt_problem(n: Any, r: Any, p: Any) -> str | None:
+    """What is wrong with scrypt parameters ``n``, ``r``, ``p``, or None if they are in
+    bounds (``SCRYPT_*`` above, and scrypt's own rule n < 2**(16 r) from RFC 7914)."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (n, r, p)):
+        return "n, r and p must be integers"
+    if not SCRYPT_N_MIN <= n <= SCRYPT_N_MAX or n & (n - 1):
+        return f"n={_show(n)} must be a power of two from 2**10 to 2**20"
+    if not 1 <= r <= SCRYPT_R_MAX:
+        return f"r={_show(r)} must be from 1 to {SCRYPT_R_MAX}"
+    if not 1 <= p <= SCRYPT_P_MAX:
+        return f"p={_show(p)} must be from 1 to {SCRYPT_P_MAX}"
+    if n >= 1 << (16 * r):  # OpenSSL reports this one as a MemoryError
+        return f"n={n} must be below 2**(16*r) for r={r}"
+    if 128 * n * r > SCRYPT_MAX_MEMORY:
+        return f"n={n} with r={r} needs {128 * n * r >> 20} MiB, more than 1 GiB"
+    return None
+
+
+def _show(v: int) -> str:
+    return str(v) if abs(v) < 10**12 else f"<a {v.bit_length()}-bit number>"
+
+
 def check_limit(n: Any, name: str = "limit") -> int:
     """``n`` as an int if it is a whole number in 1..``MAX_RESULTS``; else a typed error.
 
@@ -212,4 +234,5 @@ __all__ = [
     "check_text",
     "expires_after",
     "metadata_json",
+    "scrypt_problem",
 ]
