@@ -6,6 +6,7 @@ here, in this one place, when the package is installed.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -106,6 +107,10 @@ def mcp_(
 
 def main() -> None:
     """Entry point of the ``agentzero`` console script."""
+    # Everything this process creates is private (files 0600, directories 0700),
+    # whatever the caller's umask: SQLite, Tantivy and hnswlib create files with the
+    # umask's mode, and a store's files are nobody else's business.
+    os.umask(0o077)
     setup_logging()
     _mount_rag()
     app()

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,12 +20,14 @@ from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
+import typer.models
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .config import StoreConfig, default_data_dir
 from .embeddings import Embedder, embedder_from_env
-from .errors import AgentZeroStoreError
+from .errors import AgentZeroStoreError, InvalidArgumentError
+from .limits import check_text
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -105,6 +108,7 @@ def cli_command(fn: Callable[P, R]) -> Callable[P, R]:
         if kwargs.get("json_out"):
             STATE.json = True
         try:
+            check_text_arguments(fn, kwargs)
             return fn(*args, **kwargs)
         except AgentZeroStoreError as exc:
             if STATE.json:
@@ -116,6 +120,45 @@ def cli_command(fn: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper
+
+
+def check_text_arguments(fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+    """Refuse a text argument that is not valid UTF-8, naming it, before anything opens.
+
+    Python hands bytes that are not UTF-8 on a command line over as lone surrogates
+    (surrogateescape); text holding one cannot be stored, hashed or printed. This runs
+    for every command, in ``cli_command``. Paths (``Path`` values) are exempt: a file
+    name may legally hold any bytes, and the OS gets them back unchanged.
+    """
+    for name, value in kwargs.items():
+        if isinstance(value, str) and not value.isascii():
+            try:
+                check_text("", value)
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(
+                    f"the argument {_cli_name(fn, name)}{exc.message}", hint=exc.hint
+                ) from None
+
+
+def _cli_name(fn: Callable[..., Any], param: str) -> str:
+    """How the user wrote a parameter: ``--org`` for an option, ``CONTENT`` for an argument.
+
+    Read from the command's ``typer.Option``/``typer.Argument`` declarations (only on the
+    error path: resolving the annotations costs more than a command should pay).
+    """
+    try:
+        hint = typing.get_type_hints(fn, include_extras=True).get(param)
+    except Exception:  # an annotation that does not resolve: fall back to the name
+        hint = None
+    for info in getattr(hint, "__metadata__", ()):
+        if isinstance(info, typer.models.OptionInfo):
+            # In ``Annotated[..., typer.Option("--id")]`` the first name sits in ``default``.
+            names = (info.default, *(info.param_decls or ()))
+            decls = [d for d in names if isinstance(d, str) and d.startswith("--")]
+            return decls[0] if decls else "--" + param.replace("_", "-")
+        if isinstance(info, typer.models.ArgumentInfo) and info.metavar:
+            return info.metavar
+    return param.upper()
 
 
 @contextmanager

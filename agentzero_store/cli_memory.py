@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, cast
 
@@ -24,8 +24,9 @@ from .cli_common import (
     store_kwargs,
 )
 from .errors import InvalidArgumentError, NotFoundError
+from .limits import expires_after
 from .memory import SqliteMemoryStore
-from .ops.lock import writer_lock
+from .ops.lock import acquire_writer
 from .records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
 
 app = typer.Typer(no_args_is_help=True)
@@ -44,9 +45,20 @@ def _open(embedder: str | None = "none") -> SqliteMemoryStore:
 
 @contextmanager
 def _open_writer(embedder: str | None = "none") -> Iterator[SqliteMemoryStore]:
-    # One writer per data dir: wait for (then name) another writer rather than interleave.
-    with writer_lock(data_dir(), purpose="agentzero memory"), _open(embedder) as store:
-        yield store
+    # The store opens first: a wrong credential must fail before writer.lock is created
+    # or written. Then one writer per data dir: wait for (then name) another writer
+    # rather than interleave. The store closes (and checkpoints) before the role goes.
+    store = _open(embedder)
+    try:
+        lock = acquire_writer(data_dir(), purpose="agentzero memory")
+    except BaseException:
+        store.close()
+        raise
+    try:
+        with store:
+            yield store
+    finally:
+        lock.release()
 
 
 def _hits_table(hits: list[MemoryHit]) -> None:
@@ -82,7 +94,7 @@ def _expiry(expires_in: float | None, expires_at: str | None) -> datetime | None
     if expires_in is not None and expires_at is not None:
         raise InvalidArgumentError("give --expires-in or --expires-at, not both")
     if expires_in is not None:
-        return datetime.now(UTC) + timedelta(seconds=expires_in)
+        return expires_after(expires_in, datetime.now(UTC), "--expires-in")
     return parse_datetime(expires_at) if expires_at else None
 
 
@@ -135,10 +147,18 @@ def import_(
 ) -> None:
     """Append every entry of a JSON-lines file (fields as in MemoryEntry)."""
     entries: list[MemoryEntry] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(
+            f"{path} is not UTF-8 text (byte {exc.start})", hint="save the file as UTF-8 JSONL"
+        ) from None
+    for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 entries.append(MemoryEntry.from_dict(json.loads(line)))
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(f"{path}:{n}: {exc.message}", hint=exc.hint) from exc
             except (json.JSONDecodeError, TypeError) as exc:
                 raise InvalidArgumentError(f"{path}:{n}: {exc}") from exc
     ids: list[str] = []

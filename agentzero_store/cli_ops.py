@@ -18,6 +18,7 @@ import typer
 from rich.table import Table
 
 from .cli_common import STATE, JsonOpt, cli_command, data_dir, emit, err, out
+from .config import Layout
 from .credentials import Credential, resolve_credential
 from .errors import (
     CorruptStoreError,
@@ -25,6 +26,7 @@ from .errors import (
     InvalidArgumentError,
     InvalidKeyError,
 )
+from .keys import unlock_slot
 from .ops import backup_store, change_passphrase, export_recovery, restore_store, rotate_keys
 from .ops.accept_loss import accept_loss
 from .ops.verify import VerifyReport, verify_store
@@ -67,7 +69,11 @@ def rotate_cmd(json_out: JsonOpt = False) -> None:
 
     Resumes an interrupted rotation. Stop other agentzero processes first.
     """
-    r = rotate_keys(data_dir(), _cred())
+    cred = _cred()
+    # rotate_keys takes the writer lock before it unlocks: check the credential first,
+    # so a wrong one creates and touches no file.
+    unlock_slot(Layout(data_dir()), cred, allow_rotation=True)
+    r = rotate_keys(data_dir(), cred)
 
     def human() -> None:
         out.print(

@@ -6,6 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InvalidArgumentError
+from .limits import scrypt_problem
+
 DEFAULT_DIM = 384  # all-MiniLM-L6-v2
 
 
@@ -16,6 +19,13 @@ class KdfParams:
     n: int = 2**15  # CPU/memory cost: 2**15 * r * 128 B = 32 MiB, ~0.1 s here
     r: int = 8  # block size
     p: int = 1  # parallelism
+
+    def __post_init__(self) -> None:
+        # The bounds every keys.json is read with (limits.py): a store is never created
+        # with parameters it could not open again.
+        problem = scrypt_problem(self.n, self.r, self.p)
+        if problem is not None:
+            raise InvalidArgumentError(f"scrypt parameters out of bounds: {problem}")
 
 
 # Tests and benchmarks may use this to keep passphrase opens fast; never the default.

@@ -176,6 +176,20 @@ class InvalidArgumentError(AgentZeroStoreError):
     exit_code = 2
 
 
+class DuplicateIdError(InvalidArgumentError):
+    """A caller-chosen memory id is already taken by a different memory.
+
+    Ids are unique in the whole store, so the error is the same whoever holds the id: it
+    never says whether that memory is in the caller's scope or another tenant's.
+    """
+
+    code = "duplicate_id"
+    default_hint = (
+        "omit the id to get a fresh one, or choose another; re-sending the identical "
+        "memory with its id is a no-op"
+    )
+
+
 class NotFoundError(AgentZeroStoreError):
     """The requested entry or document does not exist (or was deleted or expired)."""
 

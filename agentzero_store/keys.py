@@ -42,16 +42,22 @@ from .credentials import (
 )
 from .errors import (
     CorruptStoreError,
+    InvalidArgumentError,
     RotationInProgressError,
     SchemaVersionError,
     StoreExistsError,
+    StoreIOError,
     StoreNotFoundError,
     WrongKeyError,
 )
 from .fileio import DEFAULT_IO, FileIO, atomic_write
+from .limits import KEY_HEADER_MAX_BYTES, scrypt_problem
 
 KEYS_FORMAT = "agentzero-keys/1"
 NONCE_BYTES = 12
+WRAPPED_BYTES = KEY_BYTES + 16  # AES-GCM: the master key and its 16-byte tag
+SALT_MIN_BYTES, SALT_MAX_BYTES = 16, 64  # this version writes 16
+_KDF_OF_KIND = {"passphrase": "scrypt", "key": "hkdf-sha256"}
 
 
 def _b64(b: bytes) -> str:
@@ -69,6 +75,11 @@ def _hkdf(ikm: bytes, salt: bytes | None, info: bytes) -> bytes:
 def _wrapping_key(cred: Credential, kdf: Mapping[str, Any]) -> bytes:
     salt = _unb64(kdf["salt"])
     if kdf["name"] == "scrypt":
+        # Headers read from disk were bounded by _read_header; this refuses parameters a
+        # caller asked for (StoreConfig.kdf), so no store is made that could not open.
+        problem = _scrypt_problem(kdf)
+        if problem is not None:
+            raise InvalidArgumentError(f"scrypt parameters out of bounds: {problem}")
         if cred.kind != "passphrase":
             raise AssertionError("scrypt slot with a non-passphrase credential")
         return Scrypt(salt=salt, length=KEY_BYTES, n=kdf["n"], r=kdf["r"], p=kdf["p"]).derive(
@@ -148,10 +159,17 @@ class StoreKeys:
 def _read_header(layout: Layout) -> dict[str, Any]:
     path = layout.keys
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            raw = f.read(KEY_HEADER_MAX_BYTES + 1)
     except FileNotFoundError as exc:
         raise StoreNotFoundError(f"no store in {layout.root} (missing {path.name})") from exc
+    except IsADirectoryError as exc:
+        raise CorruptStoreError("the key header is a directory, not a file", path=path) from exc
+    except OSError as exc:
+        raise StoreIOError(f"reading {path} failed: {exc.strerror or exc}") from exc
     try:
+        if len(raw) > KEY_HEADER_MAX_BYTES:
+            raise ValueError(f"larger than {KEY_HEADER_MAX_BYTES:,} bytes")
         header = json.loads(raw)
         if not isinstance(header, dict):
             raise ValueError("not an object")
@@ -166,15 +184,69 @@ def _read_header(layout: Layout) -> dict[str, Any]:
         slots = header["slots"]
         if not isinstance(store_id, str) or not isinstance(slots, list) or not slots:
             raise ValueError("missing store_id or slots")
+        if not store_id:
+            raise ValueError("empty store_id")
+        for i, slot in enumerate(slots):
+            _check_slot(i, slot)
+        if not isinstance(header.get("rotation"), dict | None):
+            raise ValueError("the key-rotation journal is not an object")
     except SchemaVersionError:
         raise
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise CorruptStoreError(
             f"the key header is unreadable: {exc}",
             path=path,
             hint="restore keys.json from a backup; without it the data cannot be decrypted",
         ) from exc
     return header
+
+
+def _check_slot(i: int, slot: Any) -> None:
+    """Raise ``ValueError`` naming what is wrong with key slot ``i`` of a header.
+
+    Everything a slot holds is checked before it reaches base64, scrypt or AES-GCM:
+    types, base64, the lengths this version writes, and the KDF's cost (bounded, so a
+    hostile header cannot make an open allocate gigabytes). A KDF this version does not
+    know is left to ``_wrapping_key`` (a ``SchemaVersionError`` if its slot is used).
+    """
+    where = f"key slot {i}"
+    if not isinstance(slot, dict):
+        raise ValueError(f"{where} is not an object")
+    for name in ("id", "kind"):
+        if not isinstance(slot.get(name), str) or not slot[name]:
+            raise ValueError(f"{where}: {name} is not a non-empty string")
+    kdf = slot.get("kdf")
+    if not isinstance(kdf, dict) or not isinstance(kdf.get("name"), str):
+        raise ValueError(f"{where}: kdf is not an object with a name")
+    lengths = {"nonce": (NONCE_BYTES, NONCE_BYTES), "wrapped": (WRAPPED_BYTES, WRAPPED_BYTES)}
+    for name, (low, high) in lengths.items():
+        _check_b64(f"{where}: {name}", slot.get(name), low, high)
+    if kdf["name"] in ("scrypt", "hkdf-sha256"):
+        _check_b64(f"{where}: kdf salt", kdf.get("salt"), SALT_MIN_BYTES, SALT_MAX_BYTES)
+        # A passphrase is stretched (scrypt); a raw key is only separated (HKDF).
+        if _KDF_OF_KIND.get(slot["kind"], kdf["name"]) != kdf["name"]:
+            raise ValueError(f"{where}: a {slot['kind']} slot cannot use {kdf['name']}")
+    if kdf["name"] == "scrypt":
+        problem = _scrypt_problem(kdf)
+        if problem is not None:
+            raise ValueError(f"{where}: {problem}")
+
+
+def _check_b64(what: str, value: Any, low: int, high: int) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} is not a string")
+    try:
+        n = len(_unb64(value))
+    except ValueError as exc:  # binascii.Error and UnicodeEncodeError are ValueErrors
+        raise ValueError(f"{what} is not base64") from exc
+    if not low <= n <= high:
+        size = f"{low}" if low == high else f"{low} to {high}"
+        raise ValueError(f"{what} is {n} bytes, not {size}")
+
+
+def _scrypt_problem(kdf: Mapping[str, Any]) -> str | None:
+    """What is wrong with a slot's scrypt n, r and p (see ``limits.scrypt_problem``)."""
+    return scrypt_problem(kdf.get("n"), kdf.get("r"), kdf.get("p"))
 
 
 def read_header(layout: Layout) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from .config import StoreConfig
 from .embeddings import Embedder, Vector, as_vector
 from .errors import InvalidArgumentError, StoreClosedError
 from .keys import StoreKeys, open_data_dir
+from .limits import check_text
 from .memory_feed import Change, MemoryFeed
 from .memory_rows import COLUMNS, positive, row_to_entry, scope_where
 from .ops.lock import WriterLock, acquire_writer
@@ -252,7 +253,7 @@ class SqliteMemoryStore:
 
     def delete(self, entry_id: str) -> bool:
         """Delete one entry (content overwritten on disk: secure_delete). True if it existed."""
-        return self._delete_where("id = ?", (entry_id,)) > 0
+        return self._delete_where("id = ?", (check_text("id", entry_id),)) > 0
 
     def forget(
         self,
@@ -305,7 +306,7 @@ class SqliteMemoryStore:
         rows = self._live().query(
             f"SELECT {COLUMNS} FROM memory WHERE id = ? "
             "AND (expires_at_us IS NULL OR expires_at_us > ?)",
-            (entry_id, now),
+            (check_text("id", entry_id), now),
         )
         return row_to_entry(rows[0]) if rows else None
 
@@ -369,7 +370,7 @@ class SqliteMemoryStore:
         """BM25 keyword recall through the encrypted FTS5 index, scoped, best first."""
         return memory_recall.keyword(
             self._live(),
-            query_text,
+            check_text("query text", query_text),
             positive(k),
             Scope(org_id, agent_id, conversation_id),
             self._now_us(),
@@ -392,6 +393,7 @@ class SqliteMemoryStore:
         embedder embeds ``query_text``.
         """
         limit = positive(limit)
+        check_text("query text", query_text)
         scope = Scope(org_id, agent_id, conversation_id)
         if query_vector is None:
             query_vector = self.embed_query(query_text)
@@ -432,7 +434,7 @@ class SqliteMemoryStore:
         """Embed one query text with the store's embedder."""
         memory_write.check_embedder(self._live(), self.embedder)
         assert self.embedder is not None
-        vector: Vector = self.embedder.embed([text])[0]
+        vector: Vector = self.embedder.embed([check_text("query text", text)])[0]
         return vector
 
     def _now_us(self) -> int:

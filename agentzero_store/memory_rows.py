@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import InvalidArgumentError
+from .limits import check_limit
 from .records import MemoryEntry, Scope, from_us
 
 COLUMNS = (
@@ -77,10 +77,12 @@ if (
 
 
 def positive(n: int) -> int:
-    """``n`` if it is a positive int (not a bool), else ``InvalidArgumentError``."""
-    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-        raise InvalidArgumentError(f"limit / k must be a positive integer, got {n!r}")
-    return n
+    """``n`` if it is an int in 1..``MAX_RESULTS`` (not a bool), else ``InvalidArgumentError``.
+
+    Capped because the limit sizes allocations (numpy, hnswlib) and SQLite binds it as a
+    64-bit integer: an uncapped one ended in an OverflowError or an abort.
+    """
+    return check_limit(n, "limit / k")
 
 
 def scope_where(scope: Scope, now_us: int | None, alias: str = "") -> tuple[str, list[Any]]:

@@ -17,7 +17,12 @@ from typing import Any
 import numpy as np
 
 from .embeddings import Embedder, Vector, as_vector, as_vectors
-from .errors import EmbedderMismatchError, InvalidArgumentError, NoEmbedderError
+from .errors import (
+    DuplicateIdError,
+    EmbedderMismatchError,
+    InvalidArgumentError,
+    NoEmbedderError,
+)
 from .fts_scope import scope_tokens
 from .records import MemoryEntry, to_us
 from .sqlcipher import Database
@@ -64,6 +69,7 @@ def append_many(
         raise InvalidArgumentError(f"{len(entries)} entries but {len(vectors)} vectors")
     if not entries:
         return []
+    _refuse_repeated_ids(entries)
     model: str | None
     vecs: Sequence[Any] | Vector
     if vectors is not None:
@@ -78,6 +84,12 @@ def append_many(
     fresh = iter(_new_ids(sum(1 for e in entries if not e.id), now_us))
     ids = [e.id or next(fresh) for e in entries]
     with db.tx() as c:
+        keep = _not_yet_stored(c, entries)
+        if len(keep) < len(entries):  # identical re-sends: already stored, write nothing
+            if not keep:
+                return ids
+            entries, vecs = [entries[i] for i in keep], [vecs[i] for i in keep]
+        written = [ids[i] for i in keep] if len(keep) < len(ids) else ids
         dim = _ensure_dim(c, model, vecs)
         blobs = _blobs(vecs, dim)
         first = _next_label(c)
@@ -104,7 +116,7 @@ def append_many(
                     e.fingerprint(),
                     (e.embedding_model or model) if blob is not None else None,
                 )
-                for label, eid, e, blob in zip(labels, ids, entries, blobs, strict=True)
+                for label, eid, e, blob in zip(labels, written, entries, blobs, strict=True)
             ],
         )
         c.executemany(
@@ -122,6 +134,63 @@ def append_many(
             "INSERT INTO changes (op, label) VALUES ('insert', ?)", [(label,) for label in labels]
         )
     return ids
+
+
+def _duplicate(eid: str) -> DuplicateIdError:
+    # One message whoever holds the id: it never tells a caller whether the memory that
+    # has it is in their scope or another tenant's (ids are unique in the whole store).
+    return DuplicateIdError(f"memory id {eid!r} is already used by another memory")
+
+
+def _refuse_repeated_ids(entries: Sequence[MemoryEntry]) -> None:
+    """The same caller-chosen id twice in one batch is refused, even for equal entries."""
+    seen: set[str] = set()
+    for e in entries:
+        if e.id:
+            if e.id in seen:
+                raise DuplicateIdError(f"memory id {e.id!r} appears twice in this batch")
+            seen.add(e.id)
+
+
+def _not_yet_stored(c: Any, entries: Sequence[MemoryEntry]) -> list[int]:
+    """Positions of ``entries`` to write: all but identical re-sends of stored memories.
+
+    A caller-chosen id that is already stored is accepted only when the stored memory is
+    the same one (same content, role, scope, kind, source, metadata, expiry and, when
+    given, creation time): a retry after a lost acknowledgement must succeed and write
+    nothing. Any other use of a stored id is a ``DuplicateIdError`` for the whole batch.
+    Runs inside the write transaction, so no other writer can insert the id meanwhile.
+    """
+    chosen = {e.id: i for i, e in enumerate(entries) if e.id}
+    if not chosen:
+        return list(range(len(entries)))
+    skip: set[int] = set()
+    wanted = list(chosen)
+    for start in range(0, len(wanted), 10_000):  # below SQLite's bound-variable limit
+        part = wanted[start : start + 10_000]
+        rows = c.execute(
+            "SELECT id, content, role, conversation_id, org_id, agent_id, kind, source,"
+            " metadata, expires_at_us, created_at_us FROM memory"
+            f" WHERE id IN ({','.join('?' * len(part))})",
+            part,
+        ).fetchall()
+        for row in rows:
+            i = chosen[row[0]]
+            if not _same_memory(entries[i], row):
+                raise _duplicate(row[0])
+            skip.add(i)
+    return [i for i in range(len(entries)) if i not in skip]
+
+
+def _same_memory(e: MemoryEntry, row: Sequence[Any]) -> bool:
+    """True if ``row`` (see ``_not_yet_stored``) stores exactly what ``e`` asks for."""
+    return (
+        (e.content, e.role, e.conversation_id, e.org_id, e.agent_id, e.kind, e.source)
+        == tuple(row[1:8])
+        and json.loads(row[8]) == json.loads(json.dumps(dict(e.metadata)))
+        and row[9] == (to_us(e.expires_at) if e.expires_at else None)
+        and (e.created_at is None or row[10] == to_us(e.created_at))
+    )
 
 
 def _new_ids(n: int, now_us: int) -> list[str]:
@@ -167,11 +236,14 @@ def _blobs(vecs: Sequence[Any] | Vector, dim: int | None) -> list[bytes | None]:
         return [None] * len(vecs)
     if isinstance(vecs, np.ndarray) or all(v is not None for v in vecs):
         try:
-            matrix = np.asarray(vecs, dtype=np.float32)
+            with np.errstate(over="ignore"):  # too large for float32: as_vectors names it
+                matrix = np.asarray(vecs, dtype=np.float32)
         except (TypeError, ValueError):
             matrix = None  # ragged: the per-row path below names the bad vector
         if matrix is not None and matrix.ndim == 2:
-            return [row.tobytes() for row in as_vectors(matrix, dim)]
+            # A value the cast made infinite is named from the caller's own numbers.
+            rows = as_vectors(matrix if np.isfinite(matrix).all() else vecs, dim)
+            return [row.tobytes() for row in rows]
     return [as_vector(v, dim).tobytes() if v is not None else None for v in vecs]
 
 

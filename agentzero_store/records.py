@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -11,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, get_args
 
 from .errors import InvalidArgumentError
+from .limits import check_optional_text, check_text, metadata_json
 
 Kind = Literal["granted", "recalled", "self_noted", "archived"]
 Source = Literal["controller", "tool", "peer", "self"]
@@ -22,6 +22,11 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _check_aware(name: str, value: datetime | None) -> None:
+    if value is not None and not isinstance(value, datetime):
+        raise InvalidArgumentError(
+            f"{name} must be a datetime, got {type(value).__name__}",
+            hint="use datetime.now(timezone.utc) or similar",
+        )
     if value is not None and (value.tzinfo is None or value.utcoffset() is None):
         raise InvalidArgumentError(
             f"{name} must be timezone-aware", hint="use datetime.now(timezone.utc) or similar"
@@ -48,10 +53,15 @@ class MemoryEntry:
     def __post_init__(self) -> None:
         if not isinstance(self.content, str) or not self.content.strip():
             raise InvalidArgumentError("content must be a non-empty string")
+        # Text that does not encode as UTF-8 (lone surrogates) would fail deep in SQLCipher.
+        check_text("content", self.content)
         for name in ("role", "conversation_id", "org_id", "agent_id"):
             v = getattr(self, name)
             if not isinstance(v, str) or not v:
                 raise InvalidArgumentError(f"{name} must be a non-empty string")
+            check_text(name, v)
+        check_optional_text("id", self.id)
+        check_optional_text("embedding_model", self.embedding_model)
         if self.kind not in KINDS:
             raise InvalidArgumentError(f"kind must be one of {', '.join(KINDS)}; got {self.kind!r}")
         if self.source not in SOURCES:
@@ -60,12 +70,10 @@ class MemoryEntry:
             )
         _check_aware("expires_at", self.expires_at)
         _check_aware("created_at", self.created_at)
-        if not isinstance(self.metadata, Mapping):
+        if self.metadata:  # the common empty case needs no encoding
+            metadata_json(self.metadata)  # JSON only, no NaN, bounded (see limits.py)
+        elif not isinstance(self.metadata, Mapping):
             raise InvalidArgumentError("metadata must be a JSON object (a mapping)")
-        try:
-            json.dumps(dict(self.metadata))
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgumentError(f"metadata is not JSON-serialisable: {exc}") from exc
 
     def with_(self, **changes: Any) -> MemoryEntry:
         """A copy with some fields changed."""
@@ -96,6 +104,8 @@ class MemoryEntry:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MemoryEntry:
         """Inverse of ``to_dict`` (unknown keys are rejected)."""
+        if not isinstance(d, Mapping):
+            raise InvalidArgumentError(f"a memory must be a JSON object, got {type(d).__name__}")
         known = {f for f in cls.__dataclass_fields__}
         extra = set(d) - known
         if extra:
@@ -134,6 +144,11 @@ class Scope:
     org_id: str | None = None
     agent_id: str | None = None
     conversation_id: str | None = None
+
+    def __post_init__(self) -> None:
+        # Every read path builds a Scope: a value SQLite cannot bind fails here, named.
+        for name in ("org_id", "agent_id", "conversation_id"):
+            check_optional_text(name, getattr(self, name))
 
     def is_empty(self) -> bool:
         """True if no field constrains the scope."""

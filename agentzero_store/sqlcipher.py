@@ -9,6 +9,7 @@ right after keying; the key is passed raw (``x'..'``) so SQLCipher's own KDF nev
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,12 +101,34 @@ def _translate(path: Path, exc: Exception) -> Exception:
     )
 
 
+def _make_private(path: Path) -> None:
+    """Make the database file 0600 before SQLite opens it, creating it if needed.
+
+    SQLite creates a database with the umask's mode (0644 under the usual 022) and gives
+    its -wal and -shm the database's mode, so an empty 0600 file (a valid empty database)
+    made first keeps all three private. A database that is group- or world-readable (made
+    by an older version, or copied in) is tightened, once the key header has opened.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        with contextlib.suppress(OSError):  # not ours to change (another owner): leave it
+            if os.stat(path).st_mode & 0o077:
+                os.chmod(path, 0o600)
+        return
+    except OSError as exc:
+        raise StoreIOError(f"creating {path} failed: {exc.strerror or exc}") from exc
+    os.close(fd)
+
+
 class Database:
     """One SQLCipher connection, shared across threads behind a lock."""
 
     def __init__(self, path: Path, raw_key: bytes, *, busy_timeout_ms: int, readonly: bool = False):
         self.path = path
         self._lock = threading.RLock()
+        if not readonly:
+            _make_private(path)
         uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
         try:
             conn = sqlcipher3.connect(

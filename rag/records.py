@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 from agentzero_store.errors import AgentZeroStoreError, InvalidArgumentError, SchemaVersionError
+from agentzero_store.limits import check_optional_text, check_text, metadata_json
 
 PAYLOAD_VERSION = 1
 
@@ -49,16 +50,20 @@ def content_hash(text: str) -> str:
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
-def _frozen_metadata(metadata: Mapping[str, Any] | None) -> Mapping[str, Any]:
+def _frozen_metadata(metadata: Mapping[str, Any] | None, *, new: bool = False) -> Mapping[str, Any]:
     if metadata is None or metadata is _EMPTY or (type(metadata) is dict and not metadata):
         return _EMPTY  # checked before the (slow) abstract isinstance below
     if isinstance(metadata, Mapping) and not metadata:
         return _EMPTY  # the common case; skips a JSON round trip per record
+    if new:
+        # Metadata about to be written: a JSON round trip both validates (str keys, no
+        # NaN, bounded size and depth: see agentzero_store.limits) and deep-copies, so
+        # later edits by the caller cannot change a record that was already sealed.
+        return MappingProxyType(json.loads(metadata_json(metadata)))
+    # Read back from the log: written before the caps existed, perhaps; never refused.
     if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
         raise InvalidArgumentError("metadata must be a JSON object (a mapping with str keys)")
     try:
-        # A JSON round trip both validates and deep-copies: later edits by the caller
-        # cannot change a record that was already sealed.
         copy = json.loads(json.dumps(dict(metadata), allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"metadata is not JSON-serialisable: {exc}") from exc
@@ -81,7 +86,7 @@ def _iso(dt: datetime) -> str:
 def _check_id(doc_id: object) -> str:
     if not isinstance(doc_id, str) or not doc_id:
         raise InvalidArgumentError("a document id must be a non-empty string")
-    return doc_id
+    return check_text("document id", doc_id)
 
 
 @dataclass(frozen=True)
@@ -136,11 +141,14 @@ class Upsert:
         _check_id(self.id)
         if not isinstance(self.text, str):
             raise InvalidArgumentError("document text must be a string")
+        check_text("document text", self.text)
         if self.title is not None and not isinstance(self.title, str):
             raise InvalidArgumentError("title must be a string or None")
+        check_optional_text("title", self.title)
         if self.source_path is not None and not isinstance(self.source_path, str):
             raise InvalidArgumentError("source_path must be a string or None")
-        object.__setattr__(self, "metadata", _frozen_metadata(self.metadata))
+        check_optional_text("source_path", self.source_path)
+        object.__setattr__(self, "metadata", _frozen_metadata(self.metadata, new=True))
 
 
 @dataclass(frozen=True)

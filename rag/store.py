@@ -26,6 +26,7 @@ from agentzero_store.errors import InvalidArgumentError, NoEmbedderError
 from agentzero_store.fileio import DEFAULT_IO, FileIO
 from agentzero_store.hnsw_index import HnswIndex
 from agentzero_store.keys import StoreKeys, open_data_dir
+from agentzero_store.limits import check_limit, check_optional_text, check_text, metadata_json
 from agentzero_store.ops.lock import WriterLock, acquire_writer
 from agentzero_store.recall import rrf_fuse
 from agentzero_store.sidecar import Progress, SidecarStatus
@@ -70,6 +71,17 @@ class DocInput:
     title: str | None = None
     source_path: str | None = None
     metadata: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        # Checked here, before chunking, hashing or embedding touch the text: a lone
+        # surrogate cannot be encoded, and NaN or oversized metadata cannot be stored.
+        check_optional_text("document id", self.id)
+        if isinstance(self.text, str):  # a missing text is named by ingest_many
+            check_text("document text", self.text)
+        check_optional_text("title", self.title)
+        check_optional_text("source_path", self.source_path)
+        if self.metadata:
+            metadata_json(self.metadata)
 
 
 class DocumentStore:
@@ -366,8 +378,9 @@ class DocumentStore:
         """The ``limit`` best documents for ``text``: bm25, semantic or hybrid (RRF k=60)."""
         if mode not in MODES:
             raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-        if not isinstance(limit, int) or limit <= 0:
-            raise InvalidArgumentError(f"limit must be a positive integer, got {limit!r}")
+        # Capped: Tantivy and hnswlib allocate per hit asked for (10**9 aborted the process).
+        limit = check_limit(limit)
+        check_text("query text", text)
         self._catch_up()
         if mode == "bm25":
             return self._hits(self._bm25_docs(text, limit), "bm25")

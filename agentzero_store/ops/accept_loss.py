@@ -68,6 +68,8 @@ def accept_loss(root: Path | str, cred: Credential, *, io: FileIO = DEFAULT_IO) 
     """Accept every source of the data dir ``root`` as it is; record what was lost."""
     layout = Layout(Path(root).expanduser())
     result = AcceptLossResult(str(layout.root))
+    # A wrong credential fails here, before writer.lock is created or written.
+    unlock_slot(layout, cred, allow_rotation=True)
     with writer_lock(layout.root, purpose="store accept-loss"):
         keys, _ = unlock_slot(layout, cred)  # an unfinished rotation is finished first
         ledger = _ledger(layout, keys, result, io)

@@ -232,7 +232,12 @@ def restore_store(
     staging = dst.with_name(f".{dst.name}.restore-{secrets.token_hex(4)}")
     try:
         with translate_os_errors("creating", staging):
-            (staging / "rag").mkdir(parents=True, mode=0o700)
+            # The staging dir becomes the data dir: private like every store directory
+            # (mkdir's mode applies to the last component only, and through the umask).
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            for d in (staging, staging / "rag"):
+                d.mkdir(mode=0o700)
+                os.chmod(d, 0o700)
         for rel in m["files"]:
             atomic_write(staging / rel, (src / rel).read_bytes(), io=io)
         _restore_ledger(staging, keys, m, io)

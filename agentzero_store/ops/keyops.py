@@ -64,8 +64,9 @@ def change_passphrase(
     """
     layout = Layout(Path(root).expanduser())
     new = Credential.from_passphrase(new_passphrase)
+    unlock_slot(layout, cred)  # a wrong credential fails before writer.lock is touched
     with writer_lock(layout.root, timeout=timeout, purpose="key change-passphrase"):
-        keys, slot = unlock_slot(layout, cred)
+        keys, slot = unlock_slot(layout, cred)  # again: keys.json may have changed meanwhile
         if cred.kind == "passphrase" and cred.secret == new.secret:
             raise InvalidArgumentError("the new passphrase is the same as the current one")
         if cred.kind != "passphrase":
@@ -91,8 +92,9 @@ def export_recovery(
     """
     layout = Layout(Path(root).expanduser())
     secret = secrets.token_bytes(KEY_BYTES)
+    unlock_slot(layout, cred)  # a wrong credential fails before writer.lock is touched
     with writer_lock(layout.root, timeout=timeout, purpose="key export-recovery"):
-        keys, _ = unlock_slot(layout, cred)
+        keys, _ = unlock_slot(layout, cred)  # again: keys.json may have changed meanwhile
         rewrap(
             layout, keys, Credential.from_key(secret), slot_id=RECOVERY_SLOT, kdf=KdfParams(), io=io
         )

@@ -123,9 +123,12 @@ def acquire_writer(
 
     Raises ``StoreLockedError`` naming the holder when the wait runs out.
     """
-    path = Layout(Path(root).expanduser()).writer_lock
-    if not path.parent.is_dir():
-        # Never create a data dir as a side effect of locking it.
+    layout = Layout(Path(root).expanduser())
+    path = layout.writer_lock
+    if not layout.keys.is_file():
+        # Never create a data dir, nor a lock file in a directory that holds no store
+        # (someone's documents folder given as --data-dir by mistake), as a side effect
+        # of locking it.
         raise StoreNotFoundError(f"no store in {path.parent}")
     key = os.path.realpath(path)
     with _MUTEX:

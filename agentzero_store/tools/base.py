@@ -13,12 +13,14 @@ construction) publishes those fields as ``const`` and refuses any other value wi
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..embeddings import Embedder
 from ..errors import AgentZeroStoreError, InvalidArgumentError
+from ..limits import check_text
 
 JsonType = Literal["string", "integer", "number", "boolean", "object"]
 Result = dict[str, Any]
@@ -85,6 +87,14 @@ class Arg:
                 f"{self.name} must be a JSON {self.type}, got {_json_type(value)}",
                 hint=f"{self.name}: {self.description}",
             )
+        if self.type == "number" and not math.isfinite(value):
+            # NaN passes every comparison below; Python's json reads NaN and Infinity.
+            raise InvalidArgumentError(
+                f"{self.name} must be a finite number, got {value!r}",
+                hint=f"{self.name}: {self.description}",
+            )
+        if self.type == "string":
+            check_text(self.name, value)  # a lone surrogate cannot be stored
         if self.const is not None and value != self.const:
             raise ScopeViolationError(
                 f"{self.name} is pinned to {self.const!r} for this tool; "
@@ -98,12 +108,12 @@ class Arg:
             )
         if self.minimum is not None and value < self.minimum:
             raise InvalidArgumentError(
-                f"{self.name} must be at least {self.minimum:g}, got {value!r}",
+                f"{self.name} must be at least {_number(self.minimum)}, got {value!r}",
                 hint=f"{self.name}: {self.description}",
             )
         if self.maximum is not None and value > self.maximum:
             raise InvalidArgumentError(
-                f"{self.name} must be at most {self.maximum:g}, got {value!r}",
+                f"{self.name} must be at most {_number(self.maximum)}, got {value!r}",
                 hint=f"{self.name}: {self.description}",
             )
         if self.type == "string" and not value.strip():
@@ -116,6 +126,11 @@ class Arg:
                 hint=f"shorten {self.name} (split a long text into several calls)",
             )
         return value
+
+
+def _number(x: float) -> str:
+    """``3,153,600,000`` rather than ``3.1536e+09`` for a whole bound."""
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
 def _json_type(value: Any) -> str:

@@ -6,9 +6,10 @@ model, pass the model's arguments to ``run`` and give the JSON result back.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
+from ..limits import MAX_TTL_SECONDS, expires_after
 from ..memory import SqliteMemoryStore
 from ..records import KINDS, MemoryEntry, MemoryHit, Source
 from .base import AgentTool, Arg, Result, require_one, scope_args, search_args, search_result
@@ -139,8 +140,9 @@ class MemoryAppendTool(AgentTool):
             Arg(
                 "expires_in_seconds",
                 "number",
-                "Forget it automatically after this long.",
+                "Forget it automatically after this many seconds (at most 100 years).",
                 minimum=1,
+                maximum=MAX_TTL_SECONDS,
             ),
             *scope_args(org_id, agent_id, conversation=False),
         )
@@ -156,7 +158,7 @@ class MemoryAppendTool(AgentTool):
             kind=a["kind"],
             source=self.source,
             metadata=a["metadata"] or {},
-            expires_at=datetime.now(UTC) + timedelta(seconds=ttl) if ttl else None,
+            expires_at=expires_after(ttl, datetime.now(UTC), "expires_in_seconds") if ttl else None,
         )
         return {"id": self.store.append(entry)}
 
