@@ -44,7 +44,13 @@ class Credential:
         """A passphrase credential (Unicode-normalised so the same text always fits)."""
         if not passphrase:
             raise InvalidKeyError("the passphrase is empty", hint="choose a non-empty passphrase")
-        return cls("passphrase", unicodedata.normalize("NFC", passphrase).encode("utf-8"))
+        try:
+            return cls("passphrase", unicodedata.normalize("NFC", passphrase).encode("utf-8"))
+        except UnicodeEncodeError as exc:  # lone surrogates: undecodable bytes from env/argv
+            raise InvalidKeyError(
+                "the passphrase is not valid UTF-8 text",
+                hint="set AGENTZERO_PASSPHRASE in a UTF-8 locale, or use a key file",
+            ) from exc
 
     @classmethod
     def from_key(cls, key: bytes | str) -> Credential:

@@ -211,6 +211,10 @@ class CheckpointFiles:
             fill(path)
             with translate_os_errors("writing", path):
                 for p in sorted(path.iterdir()):
+                    if p.stat().st_mode & 0o777 != 0o600:
+                        # Tantivy creates its files with the process umask: whatever it
+                        # is, a checkpoint's files are the owner's alone, like the rest.
+                        os.chmod(p, 0o600)
                     ident, digest = self._digest(p, durable=True)
                     files[p.name] = {"file": p.name, **digest}
                     digests[ident] = digest

@@ -427,3 +427,10 @@ def test_metadata_must_round_trip(data_dir: Path) -> None:
                 MemoryEntry(content="x", metadata=meta)
             with pytest.raises(InvalidArgumentError):
                 docs.ingest("d", "text", metadata=meta)
+
+
+def test_a_passphrase_that_is_not_utf8_is_a_credential_error(cli_store: Path) -> None:
+    """Undecodable bytes in AGENTZERO_PASSPHRASE reach Python as lone surrogates."""
+    p = run_cli(cli_store, "memory", "recent", passphrase="caf\udce9", check=False)
+    assert p.returncode == 3, (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr and "UTF-8" in p.stderr

@@ -171,6 +171,11 @@ def test_a_store_made_through_the_api_is_private_too(tmp_path: Path, umask_022: 
         mem.append_many([MemoryEntry(content=f"note {i}") for i in range(5)], rand_vectors(5))
         assert (data / "memory.db-wal").exists() and (data / "memory.db-shm").exists()
         assert loose_modes(data) == []  # memory.db made 0600 first, so its -wal and -shm too
+    from rag import DocumentStore
+
+    with DocumentStore.open(data, passphrase=PASSPHRASE, config=FAST) as docs:
+        docs.ingest("tea", "Brew green tea at 80 degrees for two minutes.")
+    assert loose_modes(data) == []  # the BM25 checkpoint's Tantivy files too
     cred = Credential.from_passphrase(PASSPHRASE)
     backup_store(data, cred, backup)
     restore_store(backup, restored, cred)
@@ -179,3 +184,17 @@ def test_a_store_made_through_the_api_is_private_too(tmp_path: Path, umask_022: 
     os.chmod(restored / "memory.db", 0o644)
     SqliteMemoryStore.open(restored, passphrase=PASSPHRASE, config=FAST).close()
     assert loose_modes(restored) == []
+
+
+def test_rotate_through_the_api_with_a_wrong_key_creates_no_lock(tmp_path: Path) -> None:
+    from agentzero_store.errors import WrongKeyError
+    from agentzero_store.keys import Credential
+    from agentzero_store.ops import rotate_keys
+
+    data = tmp_path / "data"
+    SqliteMemoryStore.open(data, passphrase=PASSPHRASE, config=FAST).close()
+    (data / "writer.lock").unlink(missing_ok=True)
+    before = snapshot(data)
+    with pytest.raises(WrongKeyError):
+        rotate_keys(data, Credential.from_passphrase("not the passphrase"))
+    assert snapshot(data) == before

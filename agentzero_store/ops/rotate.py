@@ -110,6 +110,8 @@ def resume_rotation(layout: Layout, cred: Credential, *, io: FileIO = DEFAULT_IO
 def _rotate(
     layout: Layout, cred: Credential, timeout: float | None, io: FileIO, *, start: bool
 ) -> RotateResult | None:
+    # The credential first: a wrong one changes nothing, not even writer.lock.
+    unlock_slot(layout, cred, allow_rotation=True)
     with writer_lock(layout.root, timeout=timeout, purpose="key rotate"):
         old, slot = unlock_slot(layout, cred, allow_rotation=True)
         header = read_header(layout)
