@@ -1,9 +1,7 @@
 """agentzero_store: an embeddable, encrypted, local-first memory and RAG store."""
 
-from .config import KdfParams, StoreConfig
-from .credentials import Credential, generate_key_file
-from .embeddings import Embedder, LocalEmbedder
-from .errors import (
+from .base.config import KdfParams, StoreConfig
+from .base.errors import (
     AgentZeroStoreError,
     CorruptStoreError,
     CredentialRequiredError,
@@ -24,6 +22,8 @@ from .errors import (
     TamperedRecordError,
     WrongKeyError,
 )
+from .credentials import Credential, generate_key_file
+from .embeddings import Embedder, LocalEmbedder
 from .memory import SqliteMemoryStore
 from .records import MemoryEntry, MemoryHit
 

@@ -33,8 +33,8 @@ from typing import Any
 
 import tantivy
 
+from .base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
 from .bm25_terms import ANALYZER, PlainTerms
-from .errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
 
 SCHEMA_VERSION = 1
 _REC = struct.Struct("<QI")  # key, utf-8 length of the text that follows (or DELETED)

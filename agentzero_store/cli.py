@@ -13,8 +13,8 @@ from typing import Annotated
 import typer
 
 from . import cli_memory, cli_ops, cli_reembed, cli_store
+from .base.config import StoreConfig
 from .cli_common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
-from .config import StoreConfig
 from .keys import generate_key_file
 from .memory import SqliteMemoryStore
 
@@ -72,8 +72,8 @@ def init(
     json_out: JsonOpt = False,
 ) -> None:
     """Create an encrypted store in the data dir (never overwrites one)."""
-    from .config import Layout
-    from .errors import StoreExistsError
+    from .base.config import Layout
+    from .base.errors import StoreExistsError
     from .keys import store_exists
 
     root = data_dir()

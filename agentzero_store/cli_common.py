@@ -24,10 +24,10 @@ import typer.models
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .config import StoreConfig, default_data_dir
+from .base.config import StoreConfig, default_data_dir
+from .base.errors import AgentZeroStoreError, InvalidArgumentError
+from .base.limits import check_text
 from .embeddings import Embedder, embedder_from_env
-from .errors import AgentZeroStoreError, InvalidArgumentError
-from .limits import check_text
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -12,6 +12,8 @@ from typing import Annotated, cast
 import typer
 from rich.table import Table
 
+from .base.errors import InvalidArgumentError, NotFoundError
+from .base.limits import expires_after
 from .cli_common import (
     EmbedderOpt,
     JsonOpt,
@@ -23,8 +25,6 @@ from .cli_common import (
     progress,
     store_kwargs,
 )
-from .errors import InvalidArgumentError, NotFoundError
-from .limits import expires_after
 from .memory import SqliteMemoryStore
 from .ops.lock import acquire_writer
 from .records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime

@@ -17,15 +17,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .cli_common import STATE, JsonOpt, cli_command, data_dir, emit, err, out
-from .config import Layout
-from .credentials import Credential, resolve_credential
-from .errors import (
+from .base.config import Layout
+from .base.errors import (
     CorruptStoreError,
     CredentialRequiredError,
     InvalidArgumentError,
     InvalidKeyError,
 )
+from .cli_common import STATE, JsonOpt, cli_command, data_dir, emit, err, out
+from .credentials import Credential, resolve_credential
 from .keys import unlock_slot
 from .ops import backup_store, change_passphrase, export_recovery, restore_store, rotate_keys
 from .ops.accept_loss import accept_loss

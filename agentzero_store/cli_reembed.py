@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
+from .base.config import Layout
+from .base.errors import InvalidArgumentError
 from .cli_common import (
     EmbedderOpt,
     JsonOpt,
@@ -21,9 +23,7 @@ from .cli_common import (
     progress,
     store_kwargs,
 )
-from .config import Layout
 from .embeddings import Embedder
-from .errors import InvalidArgumentError
 from .memory import SqliteMemoryStore
 from .reembed import (
     chunks_to_embed,

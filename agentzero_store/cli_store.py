@@ -15,8 +15,8 @@ from typing import Annotated, Any, Protocol
 import typer
 from rich.table import Table
 
+from .base.errors import InvalidArgumentError
 from .cli_common import JsonOpt, cli_command, data_dir, emit, out, progress, store_kwargs
-from .errors import InvalidArgumentError
 from .memory import SqliteMemoryStore
 from .sidecar import Progress, SidecarStatus
 

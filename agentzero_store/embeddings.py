@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from .errors import DimensionMismatchError, EmbedderError
+from .base.errors import DimensionMismatchError, EmbedderError
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ def embedder_from_env(name: str | None = None) -> Embedder | None:
     ``api`` reads ``AGENTZERO_EMBED_URL``, ``AGENTZERO_EMBED_MODEL``,
     ``AGENTZERO_EMBED_API_KEY`` and optionally ``AGENTZERO_EMBED_DIMENSIONS``.
     """
-    from .errors import InvalidArgumentError
+    from .base.errors import InvalidArgumentError
 
     choice = (name or os.environ.get("AGENTZERO_EMBEDDER") or "local").lower()
     if choice == "none":

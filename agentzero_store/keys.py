@@ -28,7 +28,18 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from .acks import ACKS_FORMAT, create_ledger, ledger_path
-from .config import KdfParams, Layout
+from .base.config import KdfParams, Layout
+from .base.errors import (
+    CorruptStoreError,
+    InvalidArgumentError,
+    RotationInProgressError,
+    SchemaVersionError,
+    StoreExistsError,
+    StoreIOError,
+    StoreNotFoundError,
+    WrongKeyError,
+)
+from .base.limits import KEY_HEADER_MAX_BYTES, scrypt_problem
 from .credentials import (
     ENV_DATA_KEY,
     ENV_KEY_FILE,
@@ -40,18 +51,7 @@ from .credentials import (
     parse_key_text,
     resolve_credential,
 )
-from .errors import (
-    CorruptStoreError,
-    InvalidArgumentError,
-    RotationInProgressError,
-    SchemaVersionError,
-    StoreExistsError,
-    StoreIOError,
-    StoreNotFoundError,
-    WrongKeyError,
-)
 from .fileio import DEFAULT_IO, FileIO, atomic_write
-from .limits import KEY_HEADER_MAX_BYTES, scrypt_problem
 
 KEYS_FORMAT = "agentzero-keys/1"
 NONCE_BYTES = 12

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import StoreConfig
+from .base.config import StoreConfig
+from .base.errors import AgentZeroStoreError, InvalidArgumentError
 from .embeddings import Embedder, embedder_from_env
-from .errors import AgentZeroStoreError, InvalidArgumentError
 from .memory import SqliteMemoryStore
 from .ops.lock import writer_lock
 from .tools import (

@@ -20,11 +20,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import memory_recall, memory_write
-from .config import StoreConfig
+from .base.config import StoreConfig
+from .base.errors import InvalidArgumentError, StoreClosedError
+from .base.limits import check_text
 from .embeddings import Embedder, Vector, as_vector
-from .errors import InvalidArgumentError, StoreClosedError
 from .keys import StoreKeys, open_data_dir
-from .limits import check_text
 from .memory_feed import Change, MemoryFeed
 from .memory_rows import COLUMNS, positive, row_to_entry, scope_where
 from .ops.lock import WriterLock, acquire_writer

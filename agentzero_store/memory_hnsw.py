@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .errors import AgentZeroStoreError, DimensionMismatchError
+from .base.errors import AgentZeroStoreError, DimensionMismatchError
 from .fileio import DEFAULT_IO, FileIO, translate_os_errors
 from .hnsw_index import HnswIndex
 from .memory_feed import MemoryItem, MemoryItemSource, MemoryVectorSource
@@ -79,7 +79,7 @@ class MemoryHnsw:
     ) -> MemoryHnsw:
         """Open the index of ``store`` in ``dir`` (default ``memory.hnsw/``): load the
         verified checkpoint and replay, or rebuild (see ``enable_hnsw_index``)."""
-        from .config import Layout
+        from .base.config import Layout
 
         _, stored = store.embedding_info()
         if dim is not None and stored is not None and dim != stored:

@@ -38,7 +38,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .errors import DimensionMismatchError, SidecarCorruptError
+from .base.errors import DimensionMismatchError, SidecarCorruptError
 from .hnsw_index import HnswIndex
 from .memory_feed import MemoryItem
 from .records import Scope

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .base.ranking import exact_top_k, rrf_fuse
 from .fts_scope import match_expression
 from .memory_rows import COLUMNS, placeholders, row_to_entry, scope_where
-from .recall import exact_top_k, rrf_fuse
 from .records import MemoryHit, Scope
 from .sqlcipher import Database
 

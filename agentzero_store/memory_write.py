@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from .embeddings import Embedder, Vector, as_vector, as_vectors
-from .errors import (
+from .base.errors import (
     DuplicateIdError,
     EmbedderMismatchError,
     InvalidArgumentError,
     NoEmbedderError,
 )
+from .embeddings import Embedder, Vector, as_vector, as_vectors
 from .fts_scope import scope_tokens
 from .records import MemoryEntry, to_us
 from .sqlcipher import Database

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .base.errors import InvalidArgumentError
 from .embeddings import Embedder, Vector, as_vector
-from .errors import InvalidArgumentError
 from .ops.lock import writer_lock
 
 if TYPE_CHECKING:

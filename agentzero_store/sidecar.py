@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
+from .base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
 from .fileio import DEFAULT_IO, FileIO, atomic_write, cleanup_temp_files, translate_os_errors
 from .sidecar_manifest import (
     LOCK,
@@ -539,7 +539,7 @@ class Sidecar(Generic[P]):
 
 
 def _is_store_error(exc: BaseException) -> bool:
-    from .errors import AgentZeroStoreError
+    from .base.errors import AgentZeroStoreError
 
     return isinstance(exc, AgentZeroStoreError) and not isinstance(exc, SidecarCorruptError)
 

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from .base.errors import SidecarCorruptError
 from .crypto import InvalidTag, Sealer
-from .errors import SidecarCorruptError
 from .fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
 
 try:  # advisory lock between processes sharing a data dir (POSIX only)

@@ -26,7 +26,7 @@ from .acks import (
     count,
     missing_range,
 )
-from .config import Layout, StoreConfig
+from .base.config import Layout, StoreConfig
 from .fileio import translate_os_errors
 from .keys import StoreKeys
 from .sqlcipher import Database

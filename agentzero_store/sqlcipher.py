@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlcipher3
 
-from .errors import CorruptStoreError, SchemaVersionError, StoreIOError
+from .base.errors import CorruptStoreError, SchemaVersionError, StoreIOError
 from .fts_scope import SQL_FUNCTION, scope_tokens
 
 DatabaseError = sqlcipher3.DatabaseError

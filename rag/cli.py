@@ -10,6 +10,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from agentzero_store.base.config import Layout
+from agentzero_store.base.errors import InvalidArgumentError, NotFoundError
 from agentzero_store.cli_common import (
     STATE,
     EmbedderOpt,
@@ -23,8 +25,6 @@ from agentzero_store.cli_common import (
     progress,
     store_kwargs,
 )
-from agentzero_store.config import Layout
-from agentzero_store.errors import InvalidArgumentError, NotFoundError
 
 from .files import DirReport, ingest_scan, scan_dir
 from .folder import MAX_FILE_BYTES

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentzero_store.errors import InvalidArgumentError
+from agentzero_store.base.errors import InvalidArgumentError
 
 from .folder import (
     DEFAULT_SOURCE_IO,

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agentzero_store.base.config import Layout, StoreConfig
+from agentzero_store.base.errors import InvalidArgumentError, SidecarCorruptError
 from agentzero_store.bm25_blinded import BlindedBm25Index
 from agentzero_store.bm25_index import SealedBm25Index, TantivyBm25
-from agentzero_store.config import Layout, StoreConfig
 from agentzero_store.embeddings import Embedder
-from agentzero_store.errors import InvalidArgumentError, SidecarCorruptError
 from agentzero_store.fileio import FileIO
 from agentzero_store.hnsw_index import HnswIndex
 from agentzero_store.keys import StoreKeys

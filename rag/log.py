@@ -50,7 +50,7 @@ from types import TracebackType
 from typing import Any
 
 from agentzero_store.acks import SourceState
-from agentzero_store.errors import (
+from agentzero_store.base.errors import (
     CorruptStoreError,
     InvalidArgumentError,
     StoreIOError,

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from agentzero_store.errors import InvalidArgumentError, StoreClosedError, TamperedRecordError
+from agentzero_store.base.errors import InvalidArgumentError, StoreClosedError, TamperedRecordError
 from agentzero_store.fileio import translate_os_errors
 
 from .framing import LogCodec, RawLine

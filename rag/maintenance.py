@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentzero_store.errors import CorruptStoreError
+from agentzero_store.base.errors import CorruptStoreError
 from agentzero_store.fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
 from agentzero_store.keys import StoreKeys
 

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentzero_store.errors import CorruptStoreError
+from agentzero_store.base.errors import CorruptStoreError
 from agentzero_store.fileio import FileIO, atomic_write, translate_os_errors
 from agentzero_store.sources import LogKind
 

@@ -17,8 +17,12 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-from agentzero_store.errors import AgentZeroStoreError, InvalidArgumentError, SchemaVersionError
-from agentzero_store.limits import check_optional_text, check_text, metadata_json
+from agentzero_store.base.errors import (
+    AgentZeroStoreError,
+    InvalidArgumentError,
+    SchemaVersionError,
+)
+from agentzero_store.base.limits import check_optional_text, check_text, metadata_json
 
 PAYLOAD_VERSION = 1
 
@@ -57,7 +61,7 @@ def _frozen_metadata(metadata: Mapping[str, Any] | None, *, new: bool = False) -
         return _EMPTY  # the common case; skips a JSON round trip per record
     if new:
         # Metadata about to be written: a JSON round trip both validates (str keys, no
-        # NaN, bounded size and depth: see agentzero_store.limits) and deep-copies, so
+        # NaN, bounded size and depth: see agentzero_store.base.limits) and deep-copies, so
         # later edits by the caller cannot change a record that was already sealed.
         return MappingProxyType(json.loads(metadata_json(metadata)))
     # Read back from the log: written before the caps existed, perhaps; never refused.

@@ -42,7 +42,7 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from agentzero_store.errors import AgentZeroStoreError
+from agentzero_store.base.errors import AgentZeroStoreError
 
 from .files import BATCH, doc_id_for, document_of
 from .folder import (

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig
-from agentzero_store.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 from agentzero_store.keys import Credential
 from agentzero_store.ops import change_passphrase, rotate_keys
 from rag.store import DocumentStore

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.config import Layout
-from agentzero_store.errors import AgentZeroStoreError, WrongKeyError
+from agentzero_store.base.config import Layout
+from agentzero_store.base.errors import AgentZeroStoreError, WrongKeyError
 from agentzero_store.keys import Credential, unlock
 from agentzero_store.ops import verify_store
 from rag.store import DocumentStore

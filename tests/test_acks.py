@@ -18,7 +18,7 @@ from agentzero_store.acks import (
     SourceState,
     create_ledger,
 )
-from agentzero_store.errors import CorruptStoreError
+from agentzero_store.base.errors import CorruptStoreError
 
 KEY, SID = os.urandom(32), "s" * 32
 

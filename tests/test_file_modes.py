@@ -187,7 +187,7 @@ def test_a_store_made_through_the_api_is_private_too(tmp_path: Path, umask_022: 
 
 
 def test_rotate_through_the_api_with_a_wrong_key_creates_no_lock(tmp_path: Path) -> None:
-    from agentzero_store.errors import WrongKeyError
+    from agentzero_store.base.errors import WrongKeyError
     from agentzero_store.keys import Credential
     from agentzero_store.ops import rotate_keys
 

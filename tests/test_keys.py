@@ -19,7 +19,7 @@ from agentzero_store import (
     StoreNotFoundError,
     WrongKeyError,
 )
-from agentzero_store.config import Layout
+from agentzero_store.base.config import Layout
 from agentzero_store.keys import Credential, parse_key_text, resolve_credential, unlock
 
 from .conftest import FAST, PASSPHRASE, rand_vectors, tree_digest

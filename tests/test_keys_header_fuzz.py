@@ -31,7 +31,7 @@ from agentzero_store import (
     cli,
     cli_common,
 )
-from agentzero_store.limits import SCRYPT_N_MAX
+from agentzero_store.base.limits import SCRYPT_N_MAX
 
 from .conftest import PASSPHRASE, js, run_cli, tree_digest
 

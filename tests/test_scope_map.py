@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentzero_store.errors import SidecarCorruptError
+from agentzero_store.base.errors import SidecarCorruptError
 from agentzero_store.records import Scope
 from agentzero_store.scope_map import ScopeMap
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..acks import SOURCES, Ledger, Source, SourceState, count, create_ledger
-from ..config import Layout, StoreConfig
-from ..errors import CorruptStoreError
+from ..base.config import Layout, StoreConfig
+from ..base.errors import CorruptStoreError
 from ..fileio import DEFAULT_IO, FileIO
 from ..keys import Credential, StoreKeys, unlock_slot
 from ..sources import judge_documents, judge_memory, memory_seq

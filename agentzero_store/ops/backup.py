@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from ..acks import Source, SourceState, create_ledger
-from ..config import Layout, StoreConfig
-from ..errors import (
+from ..base.config import Layout, StoreConfig
+from ..base.errors import (
     CorruptStoreError,
     StoreExistsError,
     StoreIOError,

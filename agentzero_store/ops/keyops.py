@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import KdfParams, Layout
-from ..errors import InvalidArgumentError
+from ..base.config import KdfParams, Layout
+from ..base.errors import InvalidArgumentError
 from ..fileio import DEFAULT_IO, FileIO
 from ..keys import KEY_BYTES, Credential, read_header, rewrap, unlock_slot
 from .lock import writer_lock

@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..config import Layout, StoreConfig
-from ..errors import StoreLockedError, StoreNotFoundError
+from ..base.config import Layout, StoreConfig
+from ..base.errors import StoreLockedError, StoreNotFoundError
 from ..fileio import translate_os_errors
 
 log = logging.getLogger(__name__)

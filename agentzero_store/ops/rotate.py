@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from ..acks import SOURCES, Ledger, create_ledger
-from ..config import KdfParams, Layout, StoreConfig
+from ..base.config import KdfParams, Layout, StoreConfig
+from ..base.errors import CorruptStoreError, StoreIOError
 from ..crypto import InvalidTag, Sealer
-from ..errors import CorruptStoreError, StoreIOError
 from ..fileio import DEFAULT_IO, FileIO
 from ..keys import (
     KEY_BYTES,

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..acks import FIX_LOSS, SOURCES, Ledger, Source, SourceState
-from ..config import Layout, StoreConfig
-from ..errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
+from ..base.config import Layout, StoreConfig
+from ..base.errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
 from ..keys import Credential, StoreKeys, read_header, unlock_slot
 from ..sidecar import MANIFEST, Sidecar
 from ..sidecar_types import Change

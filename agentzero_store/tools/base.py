@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..base.errors import AgentZeroStoreError, InvalidArgumentError
+from ..base.limits import check_text
 from ..embeddings import Embedder
-from ..errors import AgentZeroStoreError, InvalidArgumentError
-from ..limits import check_text
 
 JsonType = Literal["string", "integer", "number", "boolean", "object"]
 Result = dict[str, Any]

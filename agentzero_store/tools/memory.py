@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ..limits import MAX_TTL_SECONDS, expires_after
+from ..base.limits import MAX_TTL_SECONDS, expires_after
 from ..memory import SqliteMemoryStore
 from ..records import KINDS, MemoryEntry, MemoryHit, Source
 from .base import AgentTool, Arg, Result, require_one, scope_args, search_args, search_result

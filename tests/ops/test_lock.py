@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import SqliteMemoryStore
-from agentzero_store.errors import StoreLockedError, StoreNotFoundError
+from agentzero_store.base.errors import StoreLockedError, StoreNotFoundError
 from agentzero_store.ops import acquire_writer, lock_holder, writer_lock
 from rag.store import DocumentStore
 

@@ -184,7 +184,7 @@ def test_lost_memory_db_is_not_recreated_empty(data_dir: Path, how: str) -> None
 WRITER = """
 import os, sys
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 from agentzero_store import StoreConfig
 s = SqliteMemoryStore.open(sys.argv[1], passphrase=sys.argv[2],
                            config=StoreConfig(kdf=FAST_KDF_FOR_TESTS))
@@ -332,7 +332,7 @@ def make_pre_ledger(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import functools
 
     from agentzero_store import keys as keys_mod
-    from agentzero_store.config import FAST_KDF_FOR_TESTS, Layout
+    from agentzero_store.base.config import FAST_KDF_FOR_TESTS, Layout
     from agentzero_store.keys import Credential
 
     layout, cred = Layout(root), Credential.from_passphrase(PASSPHRASE)

@@ -25,8 +25,8 @@ import numpy.typing as npt
 import pytest
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig, StoreIOError
+from agentzero_store.base.errors import SidecarCorruptError
 from agentzero_store.bm25_index import native_error
-from agentzero_store.errors import SidecarCorruptError
 from agentzero_store.fileio import TMP_MARKER
 from agentzero_store.sidecar import MANIFEST
 from rag import DocInput, DocumentStore

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentzero_store.errors import (
+from agentzero_store.base.errors import (
     InvalidArgumentError,
     StoreClosedError,
     StoreLockedError,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentzero_store.errors import CorruptStoreError, SchemaVersionError, TamperedRecordError
+from agentzero_store.base.errors import CorruptStoreError, SchemaVersionError, TamperedRecordError
 from agentzero_store.keys import StoreKeys
 from rag.framing import (
     Frame,
@@ -202,7 +202,7 @@ def test_compact_reports_an_undecodable_record_it_would_drop(
 def test_store_verify_reports_an_undecodable_record(tmp_path: Path) -> None:
     # `agentzero store verify` must keep decoding every record, not replay's light view.
     from agentzero_store import StoreConfig
-    from agentzero_store.config import FAST_KDF_FOR_TESTS
+    from agentzero_store.base.config import FAST_KDF_FOR_TESTS
     from agentzero_store.credentials import Credential
     from agentzero_store.keys import open_data_dir
     from agentzero_store.ops import verify_store

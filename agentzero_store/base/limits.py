@@ -107,7 +107,7 @@ def check_limit(n: Any, name: str = "limit") -> int:
     if value > MAX_RESULTS:
         raise InvalidArgumentError(
             f"{name} is {value:,}; a call returns at most {MAX_RESULTS:,} results "
-            "(agentzero_store.limits.MAX_RESULTS)",
+            "(agentzero_store.base.limits.MAX_RESULTS)",
             hint=f"ask for at most {MAX_RESULTS:,}, and narrow the scope or the query for more",
         )
     return value
@@ -175,7 +175,7 @@ def metadata_json(metadata: Any, name: str = "metadata") -> str:
     if size > MAX_METADATA_BYTES:
         raise InvalidArgumentError(
             f"{name} is {size:,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,} "
-            "(agentzero_store.limits.MAX_METADATA_BYTES)",
+            "(agentzero_store.base.limits.MAX_METADATA_BYTES)",
             hint="keep metadata small (ids, tags, dates); put large data in the content",
         )
     return text
@@ -187,7 +187,7 @@ def _check_shape(value: Any, name: str, depth: int) -> None:
     if depth > MAX_METADATA_DEPTH:
         raise InvalidArgumentError(
             f"{name} is nested more than {MAX_METADATA_DEPTH} levels deep "
-            "(agentzero_store.limits.MAX_METADATA_DEPTH)",
+            "(agentzero_store.base.limits.MAX_METADATA_DEPTH)",
             hint="flatten the metadata",
         )
     if isinstance(value, Mapping):
