@@ -22,10 +22,10 @@ from .base.errors import (
     TamperedRecordError,
     WrongKeyError,
 )
-from .credentials import Credential, generate_key_file
 from .embeddings import Embedder, LocalEmbedder
 from .memory import SqliteMemoryStore
 from .records import MemoryEntry, MemoryHit
+from .storage.credentials import Credential, generate_key_file
 
 __version__ = "0.1.0"
 

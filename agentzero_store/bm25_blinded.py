@@ -50,7 +50,7 @@ import tantivy
 from .base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
 from .bm25_index import HEAP_BYTES, TantivyBm25, schema
 from .bm25_terms import ANALYZER, BLIND_HASH, BlindTerms, whitespace_analyzer
-from .fileio import translate_os_errors
+from .storage.fileio import translate_os_errors
 
 try:  # liveness of working indexes between processes (POSIX only)
     import fcntl

@@ -15,8 +15,8 @@ import typer
 from . import cli_memory, cli_ops, cli_reembed, cli_store
 from .base.config import StoreConfig
 from .cli_common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
-from .keys import generate_key_file
 from .memory import SqliteMemoryStore
+from .storage.credentials import generate_key_file
 
 app = typer.Typer(
     name="agentzero",
@@ -74,7 +74,7 @@ def init(
     """Create an encrypted store in the data dir (never overwrites one)."""
     from .base.config import Layout
     from .base.errors import StoreExistsError
-    from .keys import store_exists
+    from .storage.keys import store_exists
 
     root = data_dir()
     if store_exists(Layout(root)):

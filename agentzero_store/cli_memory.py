@@ -26,8 +26,8 @@ from .cli_common import (
     store_kwargs,
 )
 from .memory import SqliteMemoryStore
-from .ops.lock import acquire_writer
 from .records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
+from .storage.lock import acquire_writer
 
 app = typer.Typer(no_args_is_help=True)
 

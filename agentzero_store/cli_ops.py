@@ -25,11 +25,11 @@ from .base.errors import (
     InvalidKeyError,
 )
 from .cli_common import STATE, JsonOpt, cli_command, data_dir, emit, err, out
-from .credentials import Credential, resolve_credential
-from .keys import unlock_slot
 from .ops import backup_store, change_passphrase, export_recovery, restore_store, rotate_keys
 from .ops.accept_loss import accept_loss
 from .ops.verify import VerifyReport, verify_store
+from .storage.credentials import Credential, resolve_credential
+from .storage.keys import unlock_slot
 
 ENV_NEW_PASSPHRASE = "AGENTZERO_NEW_PASSPHRASE"
 

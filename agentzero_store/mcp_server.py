@@ -36,7 +36,7 @@ from .base.config import StoreConfig
 from .base.errors import AgentZeroStoreError, InvalidArgumentError
 from .embeddings import Embedder, embedder_from_env
 from .memory import SqliteMemoryStore
-from .ops.lock import writer_lock
+from .storage.lock import writer_lock
 from .tools import (
     AgentTool,
     MemoryAppendTool,

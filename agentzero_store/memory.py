@@ -24,13 +24,13 @@ from .base.config import StoreConfig
 from .base.errors import InvalidArgumentError, StoreClosedError
 from .base.limits import check_text
 from .embeddings import Embedder, Vector, as_vector
-from .keys import StoreKeys, open_data_dir
 from .memory_feed import Change, MemoryFeed
 from .memory_rows import COLUMNS, positive, row_to_entry, scope_where
-from .ops.lock import WriterLock, acquire_writer
 from .records import MemoryEntry, MemoryHit, Scope, to_us
-from .sources import SourceGuard, open_ledger, open_memory_db
-from .sqlcipher import Database
+from .storage.keys import StoreKeys, open_data_dir
+from .storage.lock import WriterLock, acquire_writer
+from .storage.sources import SourceGuard, open_ledger, open_memory_db
+from .storage.sqlcipher import Database
 
 if TYPE_CHECKING:
     from .memory_hnsw import MemoryHnsw

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 from .sidecar_types import Change as SourceChange
-from .sqlcipher import Database
+from .storage.sqlcipher import Database
 
 if TYPE_CHECKING:
     from .memory import SqliteMemoryStore

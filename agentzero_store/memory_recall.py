@@ -16,7 +16,7 @@ from .base.ranking import exact_top_k, rrf_fuse
 from .fts_scope import match_expression
 from .memory_rows import COLUMNS, placeholders, row_to_entry, scope_where
 from .records import MemoryHit, Scope
-from .sqlcipher import Database
+from .storage.sqlcipher import Database
 
 if TYPE_CHECKING:
     import numpy.typing as npt

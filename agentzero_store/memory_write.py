@@ -25,7 +25,7 @@ from .base.errors import (
 from .embeddings import Embedder, Vector, as_vector, as_vectors
 from .fts_scope import scope_tokens
 from .records import MemoryEntry, to_us
-from .sqlcipher import Database
+from .storage.sqlcipher import Database
 
 
 def embedding_info(db: Database) -> tuple[str | None, int | None]:

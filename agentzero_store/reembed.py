@@ -27,7 +27,7 @@ import numpy as np
 
 from .base.errors import InvalidArgumentError
 from .embeddings import Embedder, Vector, as_vector
-from .ops.lock import writer_lock
+from .storage.lock import writer_lock
 
 if TYPE_CHECKING:
     from rag.store import DocumentStore

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from .base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
-from .fileio import DEFAULT_IO, FileIO, atomic_write, cleanup_temp_files, translate_os_errors
 from .sidecar_manifest import (
     LOCK,
     MANIFEST,
@@ -57,6 +56,13 @@ from .sidecar_types import (
     SidecarIndex,
     SidecarStatus,
     Source,
+)
+from .storage.fileio import (
+    DEFAULT_IO,
+    FileIO,
+    atomic_write,
+    cleanup_temp_files,
+    translate_os_errors,
 )
 
 log = logging.getLogger(__name__)

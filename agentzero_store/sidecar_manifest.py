@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from .base.errors import SidecarCorruptError
-from .crypto import InvalidTag, Sealer
-from .fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
+from .storage.crypto import InvalidTag, Sealer
+from .storage.fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
 
 try:  # advisory lock between processes sharing a data dir (POSIX only)
     import fcntl

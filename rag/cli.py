@@ -248,7 +248,7 @@ def salvage(
     json_out: JsonOpt = False,
 ) -> None:
     """Recover every readable, authentic record of a damaged log into a fresh log."""
-    from agentzero_store.keys import open_data_dir
+    from agentzero_store.storage.keys import open_data_dir
 
     from .salvage import salvage as run_salvage
 

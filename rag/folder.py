@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agentzero_store.base.errors import AgentZeroStoreError, InvalidArgumentError, StoreIOError
-from agentzero_store.fileio import TMP_MARKER
+from agentzero_store.storage.fileio import TMP_MARKER
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 

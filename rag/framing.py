@@ -38,8 +38,8 @@ from typing import BinaryIO
 from cryptography.exceptions import InvalidTag
 
 from agentzero_store.base.errors import SchemaVersionError
-from agentzero_store.crypto import NONCE_BYTES, Sealer
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.crypto import NONCE_BYTES, Sealer
+from agentzero_store.storage.keys import StoreKeys
 
 from .records import (
     Entry,

@@ -21,10 +21,10 @@ from agentzero_store.base.errors import InvalidArgumentError, SidecarCorruptErro
 from agentzero_store.bm25_blinded import BlindedBm25Index
 from agentzero_store.bm25_index import SealedBm25Index, TantivyBm25
 from agentzero_store.embeddings import Embedder
-from agentzero_store.fileio import FileIO
 from agentzero_store.hnsw_index import HnswIndex
-from agentzero_store.keys import StoreKeys
 from agentzero_store.sidecar import EmbedderInfo, Progress, Sidecar, SidecarStatus
+from agentzero_store.storage.fileio import FileIO
+from agentzero_store.storage.keys import StoreKeys
 
 from .chunking import Chunk, ChunkParams
 from .feed import ChunkCache, ChunkFeed

@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agentzero_store.acks import Ledger
 from agentzero_store.base.config import Layout, StoreConfig
 from agentzero_store.base.errors import InvalidArgumentError, NoEmbedderError
 from agentzero_store.base.limits import check_limit, check_optional_text, check_text, metadata_json
 from agentzero_store.base.ranking import rrf_fuse
 from agentzero_store.embeddings import Embedder, as_vector
-from agentzero_store.fileio import DEFAULT_IO, FileIO
 from agentzero_store.hnsw_index import HnswIndex
-from agentzero_store.keys import StoreKeys, open_data_dir
-from agentzero_store.ops.lock import WriterLock, acquire_writer
 from agentzero_store.sidecar import Progress, SidecarStatus
-from agentzero_store.sources import SourceGuard, open_ledger
+from agentzero_store.storage.acks import Ledger
+from agentzero_store.storage.fileio import DEFAULT_IO, FileIO
+from agentzero_store.storage.keys import StoreKeys, open_data_dir
+from agentzero_store.storage.lock import WriterLock, acquire_writer
+from agentzero_store.storage.sources import SourceGuard, open_ledger
 
 from .chunking import DEFAULT_PARAMS, Chunk, ChunkParams, chunk_text
 from .feed import check_chunk_count

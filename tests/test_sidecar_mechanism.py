@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import SqliteMemoryStore, StoreIOError
-from agentzero_store.fileio import TMP_MARKER, FileIO
 from agentzero_store.hnsw_index import HnswIndex
 from agentzero_store.memory_hnsw import MemoryVectorSource
 from agentzero_store.sidecar import MANIFEST, EmbedderInfo, Sidecar
+from agentzero_store.storage.fileio import TMP_MARKER, FileIO
 from tests.hnsw_support import DIM, FAST, KEY, fill
 
 N = 300

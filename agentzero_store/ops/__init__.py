@@ -3,8 +3,7 @@
 - ``verify``: check every page, record and checkpoint; findings with the fixing command;
 - ``backup``: consistent, encrypted online snapshots, and restore into a new dir;
 - ``keyops``: change the passphrase, export a recovery key (rewrap only);
-- ``rotate``: a new master key for every byte, crash-safe and resumable;
-- ``lock``: one writer per data dir, naming its holder.
+- ``rotate``: a new master key for every byte, crash-safe and resumable.
 
 Like the CLI, this layer composes the memory store and the document log; the document
 log's half of each operation lives in ``rag.maintenance`` and is imported lazily.
@@ -12,7 +11,6 @@ log's half of each operation lives in ``rag.maintenance`` and is imported lazily
 
 from .backup import BackupResult, RestoreResult, backup_store, restore_store
 from .keyops import KeyChange, change_passphrase, export_recovery
-from .lock import WriterLock, acquire_writer, lock_holder, writer_lock
 from .rotate import RotateResult, resume_rotation, rotate_keys
 from .verify import Finding, VerifyReport, verify_store
 
@@ -23,15 +21,11 @@ __all__ = [
     "RestoreResult",
     "RotateResult",
     "VerifyReport",
-    "WriterLock",
-    "acquire_writer",
     "backup_store",
     "change_passphrase",
     "export_recovery",
-    "lock_holder",
     "restore_store",
     "resume_rotation",
     "rotate_keys",
     "verify_store",
-    "writer_lock",
 ]

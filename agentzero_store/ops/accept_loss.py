@@ -24,14 +24,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..acks import SOURCES, Ledger, Source, SourceState, count, create_ledger
 from ..base.config import Layout, StoreConfig
 from ..base.errors import CorruptStoreError
-from ..fileio import DEFAULT_IO, FileIO
-from ..keys import Credential, StoreKeys, unlock_slot
-from ..sources import judge_documents, judge_memory, memory_seq
-from ..sqlcipher import Database
-from .lock import writer_lock
+from ..storage.acks import SOURCES, Ledger, Source, SourceState, count, create_ledger
+from ..storage.credentials import Credential
+from ..storage.fileio import DEFAULT_IO, FileIO
+from ..storage.keys import StoreKeys, unlock_slot
+from ..storage.lock import writer_lock
+from ..storage.sources import judge_documents, judge_memory, memory_seq
+from ..storage.sqlcipher import Database
 from .rotate import drop_sidecar_checkpoints
 
 

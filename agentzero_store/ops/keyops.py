@@ -15,9 +15,10 @@ from typing import Any
 
 from ..base.config import KdfParams, Layout
 from ..base.errors import InvalidArgumentError
-from ..fileio import DEFAULT_IO, FileIO
-from ..keys import KEY_BYTES, Credential, read_header, rewrap, unlock_slot
-from .lock import writer_lock
+from ..storage.credentials import KEY_BYTES, Credential
+from ..storage.fileio import DEFAULT_IO, FileIO
+from ..storage.keys import read_header, rewrap, unlock_slot
+from ..storage.lock import writer_lock
 
 RECOVERY_SLOT = "recovery"
 

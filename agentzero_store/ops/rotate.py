@@ -39,26 +39,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..acks import SOURCES, Ledger, create_ledger
 from ..base.config import KdfParams, Layout, StoreConfig
 from ..base.errors import CorruptStoreError, StoreIOError
-from ..crypto import InvalidTag, Sealer
-from ..fileio import DEFAULT_IO, FileIO
-from ..keys import (
-    KEY_BYTES,
-    Credential,
-    StoreKeys,
-    new_slot,
-    read_header,
-    unlock,
-    unlock_slot,
-    write_header,
-)
 from ..sidecar import MANIFEST
 from ..sidecar_manifest import TREE_SUFFIX
-from ..sqlcipher import Database
+from ..storage.acks import SOURCES, Ledger, create_ledger
+from ..storage.credentials import KEY_BYTES, Credential
+from ..storage.crypto import InvalidTag, Sealer
+from ..storage.fileio import DEFAULT_IO, FileIO
+from ..storage.keys import StoreKeys, new_slot, read_header, unlock, unlock_slot, write_header
+from ..storage.lock import writer_lock
+from ..storage.sqlcipher import Database
 from .keyops import slot_kdf
-from .lock import writer_lock
 
 ROTATION_FORMAT = "agentzero-rotation/1"
 

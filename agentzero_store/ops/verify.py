@@ -22,14 +22,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..acks import FIX_LOSS, SOURCES, Ledger, Source, SourceState
 from ..base.config import Layout, StoreConfig
 from ..base.errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
-from ..keys import Credential, StoreKeys, read_header, unlock_slot
 from ..sidecar import MANIFEST, Sidecar
 from ..sidecar_types import Change
-from ..sources import judge_documents, judge_memory, memory_seq
-from ..sqlcipher import Database
+from ..storage.acks import FIX_LOSS, SOURCES, Ledger, Source, SourceState
+from ..storage.credentials import Credential
+from ..storage.keys import StoreKeys, read_header, unlock_slot
+from ..storage.sources import judge_documents, judge_memory, memory_seq
+from ..storage.sqlcipher import Database
 
 Severity = Literal["error", "note"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.acks import HEADER_BYTES, SLOT_BYTES
+from agentzero_store.storage.acks import HEADER_BYTES, SLOT_BYTES
 from rag import DocumentStore
 from rag.store import DocInput
 
@@ -331,9 +331,9 @@ def make_pre_ledger(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ledger, and there is none."""
     import functools
 
-    from agentzero_store import keys as keys_mod
     from agentzero_store.base.config import FAST_KDF_FOR_TESTS, Layout
-    from agentzero_store.keys import Credential
+    from agentzero_store.storage import keys as keys_mod
+    from agentzero_store.storage.credentials import Credential
 
     layout, cred = Layout(root), Credential.from_passphrase(PASSPHRASE)
     k = keys_mod.unlock(layout, cred)

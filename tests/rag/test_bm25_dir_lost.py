@@ -27,8 +27,8 @@ import pytest
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig, StoreIOError
 from agentzero_store.base.errors import SidecarCorruptError
 from agentzero_store.bm25_index import native_error
-from agentzero_store.fileio import TMP_MARKER
 from agentzero_store.sidecar import MANIFEST
+from agentzero_store.storage.fileio import TMP_MARKER
 from rag import DocInput, DocumentStore
 
 from ..conftest import FAST

@@ -16,7 +16,7 @@ from agentzero_store.base.errors import (
     StoreLockedError,
     StoreNotFoundError,
 )
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.keys import StoreKeys
 from rag.log import DocumentLog
 from rag.records import Change, Delete, StaleFeedError, Upsert, content_hash
 from tests.conftest import scan_for, text_needles

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentzero_store.crypto import NONCE_BYTES, InvalidTag, Sealer
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.crypto import NONCE_BYTES, InvalidTag, Sealer
+from agentzero_store.storage.keys import StoreKeys
 from rag.framing import Frame, LogCodec, encode_frame, parse_frame
 from rag.records import (
     PAYLOAD_VERSION,

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..base.config import Layout, StoreConfig
 from ..base.errors import StoreLockedError, StoreNotFoundError
-from ..fileio import translate_os_errors
+from .fileio import translate_os_errors
 
 log = logging.getLogger(__name__)
 

@@ -17,16 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-from .acks import (
-    FIX_LOSS,
-    Ledger,
-    Source,
-    SourceLossError,
-    SourceState,
-    count,
-    missing_range,
-)
-from .base.config import Layout, StoreConfig
+from ..base.config import Layout, StoreConfig
+from .acks import FIX_LOSS, Ledger, Source, SourceLossError, SourceState, count, missing_range
 from .fileio import translate_os_errors
 from .keys import StoreKeys
 from .sqlcipher import Database

@@ -27,9 +27,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
-from .acks import ACKS_FORMAT, create_ledger, ledger_path
-from .base.config import KdfParams, Layout
-from .base.errors import (
+from ..base.config import KdfParams, Layout
+from ..base.errors import (
     CorruptStoreError,
     InvalidArgumentError,
     RotationInProgressError,
@@ -39,7 +38,8 @@ from .base.errors import (
     StoreNotFoundError,
     WrongKeyError,
 )
-from .base.limits import KEY_HEADER_MAX_BYTES, scrypt_problem
+from ..base.limits import KEY_HEADER_MAX_BYTES, scrypt_problem
+from .acks import ACKS_FORMAT, create_ledger, ledger_path
 from .credentials import (
     ENV_DATA_KEY,
     ENV_KEY_FILE,
@@ -423,7 +423,7 @@ def open_data_dir(
         except RotationInProgressError:
             # A crash interrupted `key rotate`: finish it (under the writer lock) so the
             # store opens with the same credential. Imported lazily: it needs the ops layer.
-            from .ops.rotate import resume_rotation
+            from ..ops.rotate import resume_rotation
 
             return layout, resume_rotation(layout, cred, io=io)
         if not keys.acks_required:
@@ -441,7 +441,7 @@ def _upgrade_to_ledger(
     Once, under the writer lock. Other slots (a recovery key) keep their old binding
     until they are rewrapped (``key export-recovery``, ``key rotate``).
     """
-    from .ops.lock import writer_lock
+    from .lock import writer_lock
 
     with writer_lock(layout.root, purpose="start the acknowledgement ledger"):
         header = _read_header(layout)

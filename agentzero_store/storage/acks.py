@@ -53,8 +53,8 @@ from typing import Any, Literal
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from .base.config import Layout
-from .base.errors import CorruptStoreError
+from ..base.config import Layout
+from ..base.errors import CorruptStoreError
 from .fileio import DEFAULT_IO, FileIO, atomic_write, io_error, translate_os_errors
 
 ACKS_FORMAT = "agentzero-acks/1"

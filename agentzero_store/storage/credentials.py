@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .base.errors import CredentialRequiredError, InvalidKeyError
+from ..base.errors import CredentialRequiredError, InvalidKeyError
 
 KEY_BYTES = 32
 

@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-from .base.errors import StoreIOError
+from ..base.errors import StoreIOError
 
 
 class FileIO:
