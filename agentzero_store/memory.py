@@ -34,7 +34,7 @@ from .storage.sqlcipher import Database
 
 if TYPE_CHECKING:
     from .memory_hnsw import MemoryHnsw
-    from .sidecar import OpenReport, Progress, SidecarStatus
+    from .sidecar.types import OpenReport, Progress, SidecarStatus
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
-from .sidecar_types import Change as SourceChange
+from .sidecar.types import Change as SourceChange
 from .storage.sqlcipher import Database
 
 if TYPE_CHECKING:

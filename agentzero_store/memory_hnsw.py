@@ -25,11 +25,12 @@ import numpy as np
 import numpy.typing as npt
 
 from .base.errors import AgentZeroStoreError, DimensionMismatchError
-from .hnsw_index import HnswIndex
 from .memory_feed import MemoryItem, MemoryItemSource, MemoryVectorSource
 from .memory_index import MAX_CANDIDATES, Answer, MemoryIndex, exact_scope_limit
 from .records import Scope
-from .sidecar import EmbedderInfo, OpenReport, Progress, Sidecar, SidecarStatus
+from .sidecar.hnsw import HnswIndex
+from .sidecar.mechanism import Sidecar
+from .sidecar.types import EmbedderInfo, OpenReport, Progress, SidecarStatus
 from .storage.fileio import DEFAULT_IO, FileIO, translate_os_errors
 
 if TYPE_CHECKING:

@@ -39,10 +39,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .base.errors import DimensionMismatchError, SidecarCorruptError
-from .hnsw_index import HnswIndex
 from .memory_feed import MemoryItem
 from .records import Scope
 from .scope_map import ScopeMap, Want
+from .sidecar.hnsw import HnswIndex
 
 SCOPE_MAP_FORMAT = 1
 MAGIC = b"AZMEMIX\x00\x01"

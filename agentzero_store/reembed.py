@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from rag.store import DocumentStore
 
     from .memory import SqliteMemoryStore
-    from .sidecar import OpenReport
+    from .sidecar.types import OpenReport
 
 Advance = Callable[[int], None]
 

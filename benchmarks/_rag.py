@@ -21,7 +21,7 @@ from _harness import Figure, Skipped, median, paired, pct
 
 from agentzero_store import LocalEmbedder, StoreConfig
 from agentzero_store.base.config import FAST_KDF_FOR_TESTS
-from agentzero_store.bm25_blinded import BlindedBm25Index
+from agentzero_store.sidecar.bm25_blinded import BlindedBm25Index
 from rag import DocInput, DocumentStore
 from rag.chunking import DEFAULT_PARAMS, chunk_text
 

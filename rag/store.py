@@ -24,8 +24,8 @@ from agentzero_store.base.errors import InvalidArgumentError, NoEmbedderError
 from agentzero_store.base.limits import check_limit, check_optional_text, check_text, metadata_json
 from agentzero_store.base.ranking import rrf_fuse
 from agentzero_store.embeddings import Embedder, as_vector
-from agentzero_store.hnsw_index import HnswIndex
-from agentzero_store.sidecar import Progress, SidecarStatus
+from agentzero_store.sidecar.hnsw import HnswIndex
+from agentzero_store.sidecar.types import Progress, SidecarStatus
 from agentzero_store.storage.acks import Ledger
 from agentzero_store.storage.fileio import DEFAULT_IO, FileIO
 from agentzero_store.storage.keys import StoreKeys, open_data_dir

@@ -49,7 +49,7 @@ class StoreConfig:
     embed_batch_size: int = 64  # texts per embedder call
     # Document BM25 index: "blinded" (Tantivy on disk, every term a keyed hash: leaks
     # term statistics, never a word) or "sealed" (plain words in RAM, sealed checkpoint
-    # re-indexed on every open: leaks nothing). See agentzero_store.bm25_index.
+    # re-indexed on every open: leaks nothing). See agentzero_store.sidecar.bm25.
     bm25_terms: str = "blinded"
 
 

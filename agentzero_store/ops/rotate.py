@@ -41,8 +41,7 @@ from typing import Any
 
 from ..base.config import KdfParams, Layout, StoreConfig
 from ..base.errors import CorruptStoreError, StoreIOError
-from ..sidecar import MANIFEST
-from ..sidecar_manifest import TREE_SUFFIX
+from ..sidecar.manifest import MANIFEST, TREE_SUFFIX
 from ..storage.acks import SOURCES, Ledger, create_ledger
 from ..storage.credentials import KEY_BYTES, Credential
 from ..storage.crypto import InvalidTag, Sealer

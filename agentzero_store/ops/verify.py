@@ -24,8 +24,9 @@ from typing import Any, Literal
 
 from ..base.config import Layout, StoreConfig
 from ..base.errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
-from ..sidecar import MANIFEST, Sidecar
-from ..sidecar_types import Change
+from ..sidecar.manifest import MANIFEST
+from ..sidecar.mechanism import Sidecar
+from ..sidecar.types import Change
 from ..storage.acks import FIX_LOSS, SOURCES, Ledger, Source, SourceState
 from ..storage.credentials import Credential
 from ..storage.keys import StoreKeys, read_header, unlock_slot

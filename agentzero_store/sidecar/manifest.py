@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .base.errors import SidecarCorruptError
-from .storage.crypto import InvalidTag, Sealer
-from .storage.fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
+from ..base.errors import SidecarCorruptError
+from ..storage.crypto import InvalidTag, Sealer
+from ..storage.fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
 
 try:  # advisory lock between processes sharing a data dir (POSIX only)
     import fcntl

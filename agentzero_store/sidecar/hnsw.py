@@ -26,7 +26,7 @@ import hnswlib
 import numpy as np
 import numpy.typing as npt
 
-from .base.errors import DimensionMismatchError, SidecarCorruptError
+from ..base.errors import DimensionMismatchError, SidecarCorruptError
 
 MAGIC = b"AZHNSW\x00\x01"
 SERIALIZATION = 1

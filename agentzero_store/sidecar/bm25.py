@@ -33,7 +33,7 @@ from typing import Any
 
 import tantivy
 
-from .base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
+from ..base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
 from .bm25_terms import ANALYZER, PlainTerms
 
 SCHEMA_VERSION = 1

@@ -47,10 +47,10 @@ from typing import Any
 import numpy as np
 import tantivy
 
-from .base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
-from .bm25_index import HEAP_BYTES, TantivyBm25, schema
+from ..base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
+from ..storage.fileio import translate_os_errors
+from .bm25 import HEAP_BYTES, TantivyBm25, schema
 from .bm25_terms import ANALYZER, BLIND_HASH, BlindTerms, whitespace_analyzer
-from .storage.fileio import translate_os_errors
 
 try:  # liveness of working indexes between processes (POSIX only)
     import fcntl

@@ -34,8 +34,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
-from .sidecar_manifest import (
+from ..base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
+from ..storage.fileio import (
+    DEFAULT_IO,
+    FileIO,
+    atomic_write,
+    cleanup_temp_files,
+    translate_os_errors,
+)
+from .manifest import (
     LOCK,
     MANIFEST,
     SIDECAR_FORMAT,
@@ -45,8 +52,7 @@ from .sidecar_manifest import (
     coverage,
     data_aad,
 )
-from .sidecar_types import (
-    Change,
+from .types import (
     EmbedderInfo,
     KeepsFiles,
     LoadsBuffers,
@@ -56,13 +62,6 @@ from .sidecar_types import (
     SidecarIndex,
     SidecarStatus,
     Source,
-)
-from .storage.fileio import (
-    DEFAULT_IO,
-    FileIO,
-    atomic_write,
-    cleanup_temp_files,
-    translate_os_errors,
 )
 
 log = logging.getLogger(__name__)
@@ -545,19 +544,9 @@ class Sidecar(Generic[P]):
 
 
 def _is_store_error(exc: BaseException) -> bool:
-    from .base.errors import AgentZeroStoreError
+    from ..base.errors import AgentZeroStoreError
 
     return isinstance(exc, AgentZeroStoreError) and not isinstance(exc, SidecarCorruptError)
 
 
-__all__ = [
-    "MANIFEST",
-    "Change",
-    "EmbedderInfo",
-    "OpenReport",
-    "Progress",
-    "Sidecar",
-    "SidecarIndex",
-    "SidecarStatus",
-    "Source",
-]
+__all__ = ["READ_TRIES", "Sidecar"]
