@@ -22,7 +22,8 @@ from .base.errors import (
     TamperedRecordError,
     WrongKeyError,
 )
-from .embeddings import Embedder, LocalEmbedder
+from .embed.local import LocalEmbedder
+from .embed.vectors import Embedder
 from .memory import SqliteMemoryStore
 from .records import MemoryEntry, MemoryHit
 from .storage.credentials import Credential, generate_key_file

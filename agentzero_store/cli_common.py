@@ -27,7 +27,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .base.config import StoreConfig, default_data_dir
 from .base.errors import AgentZeroStoreError, InvalidArgumentError
 from .base.limits import check_text
-from .embeddings import Embedder, embedder_from_env
+from .embed.factory import embedder_from_env
+from .embed.vectors import Embedder
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -23,7 +23,7 @@ from .cli_common import (
     progress,
     store_kwargs,
 )
-from .embeddings import Embedder
+from .embed.vectors import Embedder
 from .memory import SqliteMemoryStore
 from .reembed import (
     chunks_to_embed,

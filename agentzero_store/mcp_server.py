@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from .base.config import StoreConfig
 from .base.errors import AgentZeroStoreError, InvalidArgumentError
-from .embeddings import Embedder, embedder_from_env
+from .embed.factory import embedder_from_env
+from .embed.vectors import Embedder
 from .memory import SqliteMemoryStore
 from .storage.lock import writer_lock
 from .tools import (

@@ -23,7 +23,7 @@ from . import memory_recall, memory_write
 from .base.config import StoreConfig
 from .base.errors import InvalidArgumentError, StoreClosedError
 from .base.limits import check_text
-from .embeddings import Embedder, Vector, as_vector
+from .embed.vectors import Embedder, Vector, as_vector
 from .memory_feed import Change, MemoryFeed
 from .memory_rows import COLUMNS, positive, row_to_entry, scope_where
 from .records import MemoryEntry, MemoryHit, Scope, to_us

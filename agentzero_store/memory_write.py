@@ -22,7 +22,7 @@ from .base.errors import (
     InvalidArgumentError,
     NoEmbedderError,
 )
-from .embeddings import Embedder, Vector, as_vector, as_vectors
+from .embed.vectors import Embedder, Vector, as_vector, as_vectors
 from .fts_scope import scope_tokens
 from .records import MemoryEntry, to_us
 from .storage.sqlcipher import Database

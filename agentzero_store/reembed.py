@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .base.errors import InvalidArgumentError
-from .embeddings import Embedder, Vector, as_vector
+from .embed.vectors import Embedder, Vector, as_vector
 from .storage.lock import writer_lock
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from typing import Any
 
 from agentzero_store.base.config import Layout, StoreConfig
 from agentzero_store.base.errors import InvalidArgumentError, SidecarCorruptError
-from agentzero_store.embeddings import Embedder
+from agentzero_store.embed.vectors import Embedder
 from agentzero_store.sidecar.bm25 import SealedBm25Index, TantivyBm25
 from agentzero_store.sidecar.bm25_blinded import BlindedBm25Index
 from agentzero_store.sidecar.hnsw import HnswIndex

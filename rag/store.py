@@ -23,7 +23,7 @@ from agentzero_store.base.config import Layout, StoreConfig
 from agentzero_store.base.errors import InvalidArgumentError, NoEmbedderError
 from agentzero_store.base.limits import check_limit, check_optional_text, check_text, metadata_json
 from agentzero_store.base.ranking import rrf_fuse
-from agentzero_store.embeddings import Embedder, as_vector
+from agentzero_store.embed.vectors import Embedder, as_vector
 from agentzero_store.sidecar.hnsw import HnswIndex
 from agentzero_store.sidecar.types import Progress, SidecarStatus
 from agentzero_store.storage.acks import Ledger

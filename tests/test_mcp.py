@@ -17,7 +17,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp_types import TextContent
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.api_embedder import ApiEmbedder
+from agentzero_store.embed.api import ApiEmbedder
 from agentzero_store.mcp_server import _protocol_stdout
 from agentzero_store.storage.lock import writer_lock
 

@@ -19,8 +19,8 @@ from agentzero_store import (
     MemoryEntry,
     SqliteMemoryStore,
 )
-from agentzero_store.api_embedder import ApiEmbedder
-from agentzero_store.embeddings import Embedder, Vector
+from agentzero_store.embed.api import ApiEmbedder
+from agentzero_store.embed.vectors import Embedder, Vector
 from agentzero_store.reembed import STAGING, reembed_memory
 from rag.store import DocumentStore
 

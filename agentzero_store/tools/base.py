@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from ..base.errors import AgentZeroStoreError, InvalidArgumentError
 from ..base.limits import check_text
-from ..embeddings import Embedder
+from ..embed.vectors import Embedder
 
 JsonType = Literal["string", "integer", "number", "boolean", "object"]
 Result = dict[str, Any]

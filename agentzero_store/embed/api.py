@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from .base.errors import DimensionMismatchError, EmbedderError
-from .embeddings import Vector
+from ..base.errors import DimensionMismatchError, EmbedderError
+from .vectors import Vector
 
 log = logging.getLogger(__name__)
 
