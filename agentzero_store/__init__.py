@@ -24,8 +24,8 @@ from .base.errors import (
 )
 from .embed.local import LocalEmbedder
 from .embed.vectors import Embedder
-from .memory import SqliteMemoryStore
-from .records import MemoryEntry, MemoryHit
+from .memory.records import MemoryEntry, MemoryHit
+from .memory.store import SqliteMemoryStore
 from .storage.credentials import Credential, generate_key_file
 
 __version__ = "0.1.0"

@@ -15,7 +15,7 @@ import typer
 from . import cli_memory, cli_ops, cli_reembed, cli_store
 from .base.config import StoreConfig
 from .cli_common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
-from .memory import SqliteMemoryStore
+from .memory.store import SqliteMemoryStore
 from .storage.credentials import generate_key_file
 
 app = typer.Typer(

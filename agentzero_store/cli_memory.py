@@ -25,8 +25,8 @@ from .cli_common import (
     progress,
     store_kwargs,
 )
-from .memory import SqliteMemoryStore
-from .records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
+from .memory.records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
+from .memory.store import SqliteMemoryStore
 from .storage.lock import acquire_writer
 
 app = typer.Typer(no_args_is_help=True)

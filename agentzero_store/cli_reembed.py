@@ -24,7 +24,7 @@ from .cli_common import (
     store_kwargs,
 )
 from .embed.vectors import Embedder
-from .memory import SqliteMemoryStore
+from .memory.store import SqliteMemoryStore
 from .reembed import (
     chunks_to_embed,
     progress_embedder,

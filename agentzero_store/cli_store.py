@@ -17,7 +17,7 @@ from rich.table import Table
 
 from .base.errors import InvalidArgumentError
 from .cli_common import JsonOpt, cli_command, data_dir, emit, out, progress, store_kwargs
-from .memory import SqliteMemoryStore
+from .memory.store import SqliteMemoryStore
 from .sidecar.types import Progress, SidecarStatus
 
 app = typer.Typer(no_args_is_help=True)

@@ -36,7 +36,7 @@ from .base.config import StoreConfig
 from .base.errors import AgentZeroStoreError, InvalidArgumentError
 from .embed.factory import embedder_from_env
 from .embed.vectors import Embedder
-from .memory import SqliteMemoryStore
+from .memory.store import SqliteMemoryStore
 from .storage.lock import writer_lock
 from .tools import (
     AgentTool,

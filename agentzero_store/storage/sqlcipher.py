@@ -18,7 +18,7 @@ from typing import Any
 import sqlcipher3
 
 from ..base.errors import CorruptStoreError, SchemaVersionError, StoreIOError
-from ..fts_scope import SQL_FUNCTION, scope_tokens
+from ..memory.fts_scope import SQL_FUNCTION, scope_tokens
 
 DatabaseError = sqlcipher3.DatabaseError
 SCHEMA_VERSION = 3

@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base.ranking import exact_top_k, rrf_fuse
+from ..base.ranking import exact_top_k, rrf_fuse
+from ..storage.sqlcipher import Database
 from .fts_scope import match_expression
-from .memory_rows import COLUMNS, placeholders, row_to_entry, scope_where
 from .records import MemoryHit, Scope
-from .storage.sqlcipher import Database
+from .rows import COLUMNS, placeholders, row_to_entry, scope_where
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .memory_hnsw import MemoryHnsw
+    from .hnsw import MemoryHnsw
 
 
 def semantic(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 
-from .base.ranking import fts5_query
+from ..base.ranking import fts5_query
 from .records import Scope
 
 SQL_FUNCTION = "az_scope_tokens"  # registered on every connection: migrations call it

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
-from .sidecar.types import Change as SourceChange
-from .storage.sqlcipher import Database
+from ..sidecar.types import Change as SourceChange
+from ..storage.sqlcipher import Database
 
 if TYPE_CHECKING:
-    from .memory import SqliteMemoryStore
+    from .store import SqliteMemoryStore
 
 P = TypeVar("P")
 

@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from .base.errors import (
+from ..base.errors import (
     DuplicateIdError,
     EmbedderMismatchError,
     InvalidArgumentError,
     NoEmbedderError,
 )
-from .embed.vectors import Embedder, Vector, as_vector, as_vectors
+from ..embed.vectors import Embedder, Vector, as_vector, as_vectors
+from ..storage.sqlcipher import Database
 from .fts_scope import scope_tokens
 from .records import MemoryEntry, to_us
-from .storage.sqlcipher import Database
 
 
 def embedding_info(db: Database) -> tuple[str | None, int | None]:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .base.limits import check_limit
+from ..base.limits import check_limit
 from .records import MemoryEntry, Scope, from_us
 
 COLUMNS = (

@@ -1,13 +1,14 @@
 """``SqliteMemoryStore``: conversation memory in an encrypted SQLCipher database.
 
 The database is the source of truth. Every insert and delete is also written to the
-``changes`` table (its own seq), which derived indexes replay (see ``sidecar.py``).
-This module is the facade; the work is done by one module per concern:
+``changes`` table (its own seq), which derived indexes replay (see
+``agentzero_store.sidecar``). This module is the facade; the work is done by one module
+per concern in this package:
 
-- ``memory_write``: appends and deletes, each with its change-feed entry;
-- ``memory_recall``: semantic, keyword and hybrid recall, re-checked in the database;
-- ``memory_feed``: the change feed and its adapters to the sidecar mechanism;
-- ``memory_hnsw`` / ``memory_index``: the HNSW sidecar with its in-memory scope map.
+- ``write``: appends and deletes, each with its change-feed entry;
+- ``recall``: semantic, keyword and hybrid recall, re-checked in the database;
+- ``feed``: the change feed and its adapters to the sidecar mechanism;
+- ``hnsw`` / ``index``: the HNSW sidecar with its in-memory scope map.
 """
 
 from __future__ import annotations
@@ -19,22 +20,22 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import memory_recall, memory_write
-from .base.config import StoreConfig
-from .base.errors import InvalidArgumentError, StoreClosedError
-from .base.limits import check_text
-from .embed.vectors import Embedder, Vector, as_vector
-from .memory_feed import Change, MemoryFeed
-from .memory_rows import COLUMNS, positive, row_to_entry, scope_where
+from ..base.config import StoreConfig
+from ..base.errors import InvalidArgumentError, StoreClosedError
+from ..base.limits import check_text
+from ..embed.vectors import Embedder, Vector, as_vector
+from ..storage.keys import StoreKeys, open_data_dir
+from ..storage.lock import WriterLock, acquire_writer
+from ..storage.sources import SourceGuard, open_ledger, open_memory_db
+from ..storage.sqlcipher import Database
+from . import recall, write
+from .feed import Change, MemoryFeed
 from .records import MemoryEntry, MemoryHit, Scope, to_us
-from .storage.keys import StoreKeys, open_data_dir
-from .storage.lock import WriterLock, acquire_writer
-from .storage.sources import SourceGuard, open_ledger, open_memory_db
-from .storage.sqlcipher import Database
+from .rows import COLUMNS, positive, row_to_entry, scope_where
 
 if TYPE_CHECKING:
-    from .memory_hnsw import MemoryHnsw
-    from .sidecar.types import OpenReport, Progress, SidecarStatus
+    from ..sidecar.types import OpenReport, Progress, SidecarStatus
+    from .hnsw import MemoryHnsw
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +171,7 @@ class SqliteMemoryStore:
 
     def embedding_info(self) -> tuple[str | None, int | None]:
         """(model id, dimension) of the vectors stored so far, or (None, None)."""
-        return memory_write.embedding_info(self._live())
+        return write.embedding_info(self._live())
 
     def _vector_dim(self) -> int | None:
         # The dimension never changes once set: read it once, not on every recall.
@@ -194,7 +195,7 @@ class SqliteMemoryStore:
         ``watch`` rebuilds in the background if the directory is deleted while open.
         Returns what opening did (None until the store holds its first vector).
         """
-        from .memory_hnsw import MemoryHnsw
+        from .hnsw import MemoryHnsw
 
         self._live()
         if self._hnsw is None:
@@ -244,7 +245,7 @@ class SqliteMemoryStore:
     ) -> list[str]:
         """Store many entries in one transaction (all or none); returns their ids."""
         with self._writer():
-            ids = memory_write.append_many(
+            ids = write.append_many(
                 self._live(), entries, vectors, embedder=self.embedder, now=self._clock()
             )
             self._acknowledge()
@@ -292,7 +293,7 @@ class SqliteMemoryStore:
 
     def _delete_where(self, where: str, params: Sequence[Any]) -> int:
         with self._writer():
-            n = memory_write.delete_where(self._live(), where, params)
+            n = write.delete_where(self._live(), where, params)
             if n:
                 self._acknowledge()
         if n:
@@ -356,7 +357,7 @@ class SqliteMemoryStore:
         if dim is None:
             return []  # no vector stored yet
         q = as_vector(query_vector, dim)
-        return memory_recall.semantic(db, self._hnsw, q, k, scope, self._now_us())
+        return recall.semantic(db, self._hnsw, q, k, scope, self._now_us())
 
     def keyword_recall(
         self,
@@ -368,7 +369,7 @@ class SqliteMemoryStore:
         conversation_id: str | None = None,
     ) -> list[MemoryHit]:
         """BM25 keyword recall through the encrypted FTS5 index, scoped, best first."""
-        return memory_recall.keyword(
+        return recall.keyword(
             self._live(),
             check_text("query text", query_text),
             positive(k),
@@ -398,7 +399,7 @@ class SqliteMemoryStore:
         if query_vector is None:
             query_vector = self.embed_query(query_text)
         dim = self._vector_dim()
-        return memory_recall.hybrid(
+        return recall.hybrid(
             self._live(),
             self._hnsw,
             None if dim is None else as_vector(query_vector, dim),  # None: no vector stored yet
@@ -432,7 +433,7 @@ class SqliteMemoryStore:
 
     def embed_query(self, text: str) -> Vector:
         """Embed one query text with the store's embedder."""
-        memory_write.check_embedder(self._live(), self.embedder)
+        write.check_embedder(self._live(), self.embedder)
         assert self.embedder is not None
         vector: Vector = self.embedder.embed([check_text("query text", text)])[0]
         return vector

@@ -24,17 +24,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .base.errors import AgentZeroStoreError, DimensionMismatchError
-from .memory_feed import MemoryItem, MemoryItemSource, MemoryVectorSource
-from .memory_index import MAX_CANDIDATES, Answer, MemoryIndex, exact_scope_limit
+from ..base.errors import AgentZeroStoreError, DimensionMismatchError
+from ..sidecar.hnsw import HnswIndex
+from ..sidecar.mechanism import Sidecar
+from ..sidecar.types import EmbedderInfo, OpenReport, Progress, SidecarStatus
+from ..storage.fileio import DEFAULT_IO, FileIO, translate_os_errors
+from .feed import MemoryItem, MemoryItemSource, MemoryVectorSource
+from .index import MAX_CANDIDATES, Answer, MemoryIndex, exact_scope_limit
 from .records import Scope
-from .sidecar.hnsw import HnswIndex
-from .sidecar.mechanism import Sidecar
-from .sidecar.types import EmbedderInfo, OpenReport, Progress, SidecarStatus
-from .storage.fileio import DEFAULT_IO, FileIO, translate_os_errors
 
 if TYPE_CHECKING:
-    from .memory import SqliteMemoryStore
+    from .store import SqliteMemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class MemoryHnsw:
     ) -> MemoryHnsw:
         """Open the index of ``store`` in ``dir`` (default ``memory.hnsw/``): load the
         verified checkpoint and replay, or rebuild (see ``enable_hnsw_index``)."""
-        from .base.config import Layout
+        from ..base.config import Layout
 
         _, stored = store.embedding_info()
         if dim is not None and stored is not None and dim != stored:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .base.errors import SidecarCorruptError
+from ..base.errors import SidecarCorruptError
 from .records import Scope
 
 NO_EXPIRY = np.iinfo(np.int64).max

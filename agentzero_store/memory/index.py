@@ -38,11 +38,11 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .base.errors import DimensionMismatchError, SidecarCorruptError
-from .memory_feed import MemoryItem
+from ..base.errors import DimensionMismatchError, SidecarCorruptError
+from ..sidecar.hnsw import HnswIndex
+from .feed import MemoryItem
 from .records import Scope
 from .scope_map import ScopeMap, Want
-from .sidecar.hnsw import HnswIndex
 
 SCOPE_MAP_FORMAT = 1
 MAGIC = b"AZMEMIX\x00\x01"

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, get_args
 
-from .base.errors import InvalidArgumentError
-from .base.limits import check_optional_text, check_text, metadata_json
+from ..base.errors import InvalidArgumentError
+from ..base.limits import check_optional_text, check_text, metadata_json
 
 Kind = Literal["granted", "recalled", "self_noted", "archived"]
 Source = Literal["controller", "tool", "peer", "self"]
