@@ -22,13 +22,12 @@ from .base.errors import (
     TamperedRecordError,
     WrongKeyError,
 )
+from .base.version import __version__ as __version__
 from .embed.local import LocalEmbedder
 from .embed.vectors import Embedder
 from .memory.records import MemoryEntry, MemoryHit
 from .memory.store import SqliteMemoryStore
 from .storage.credentials import Credential, generate_key_file
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AgentZeroStoreError",

@@ -17,8 +17,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp_types import TextContent
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
+from agentzero_store.agent.mcp import _protocol_stdout
 from agentzero_store.embed.api import ApiEmbedder
-from agentzero_store.mcp_server import _protocol_stdout
 from agentzero_store.storage.lock import writer_lock
 
 from .conftest import FAST, PASSPHRASE

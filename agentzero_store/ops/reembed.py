@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base.errors import InvalidArgumentError
-from .embed.vectors import Embedder, Vector, as_vector
-from .storage.lock import writer_lock
+from ..base.errors import InvalidArgumentError
+from ..embed.vectors import Embedder, Vector, as_vector
+from ..storage.lock import writer_lock
 
 if TYPE_CHECKING:
     from rag.store import DocumentStore
 
-    from .memory.store import SqliteMemoryStore
-    from .sidecar.types import OpenReport
+    from ..memory.store import SqliteMemoryStore
+    from ..sidecar.types import OpenReport
 
 Advance = Callable[[int], None]
 

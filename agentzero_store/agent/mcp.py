@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base.config import StoreConfig
-from .base.errors import AgentZeroStoreError, InvalidArgumentError
-from .embed.factory import embedder_from_env
-from .embed.vectors import Embedder
-from .memory.store import SqliteMemoryStore
-from .storage.lock import writer_lock
+from ..base.config import StoreConfig
+from ..base.errors import AgentZeroStoreError, InvalidArgumentError
+from ..embed.factory import embedder_from_env
+from ..embed.vectors import Embedder
+from ..memory.store import SqliteMemoryStore
+from ..storage.lock import writer_lock
 from .tools import (
     AgentTool,
     MemoryAppendTool,
@@ -196,7 +196,7 @@ def make_server(host: ToolHost) -> Server[Any]:
     import mcp_types as types
     from mcp.server.lowlevel import Server
 
-    from . import __version__
+    from ..base.version import __version__
 
     async def list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None

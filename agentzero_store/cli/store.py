@@ -15,10 +15,10 @@ from typing import Annotated, Any, Protocol
 import typer
 from rich.table import Table
 
-from .base.errors import InvalidArgumentError
-from .cli_common import JsonOpt, cli_command, data_dir, emit, out, progress, store_kwargs
-from .memory.store import SqliteMemoryStore
-from .sidecar.types import Progress, SidecarStatus
+from ..base.errors import InvalidArgumentError
+from ..memory.store import SqliteMemoryStore
+from ..sidecar.types import Progress, SidecarStatus
+from .common import JsonOpt, cli_command, data_dir, emit, out, progress, store_kwargs
 
 app = typer.Typer(no_args_is_help=True)
 

@@ -2,7 +2,7 @@
 worst-day tools.
 
 Thin: each command resolves the credential, calls ``agentzero_store.ops``, and hands
-the result to ``emit``; errors map to exit codes in ``cli_common.cli_command``.
+the result to ``emit``; errors map to exit codes in ``common.cli_command``.
 ``verify`` exits 5 when it finds a problem (after printing every finding).
 """
 
@@ -17,19 +17,19 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .base.config import Layout
-from .base.errors import (
+from ..base.config import Layout
+from ..base.errors import (
     CorruptStoreError,
     CredentialRequiredError,
     InvalidArgumentError,
     InvalidKeyError,
 )
-from .cli_common import STATE, JsonOpt, cli_command, data_dir, emit, err, out
-from .ops import backup_store, change_passphrase, export_recovery, restore_store, rotate_keys
-from .ops.accept_loss import accept_loss
-from .ops.verify import VerifyReport, verify_store
-from .storage.credentials import Credential, resolve_credential
-from .storage.keys import unlock_slot
+from ..ops import backup_store, change_passphrase, export_recovery, restore_store, rotate_keys
+from ..ops.accept_loss import accept_loss
+from ..ops.verify import VerifyReport, verify_store
+from ..storage.credentials import Credential, resolve_credential
+from ..storage.keys import unlock_slot
+from .common import STATE, JsonOpt, cli_command, data_dir, emit, err, out
 
 ENV_NEW_PASSPHRASE = "AGENTZERO_NEW_PASSPHRASE"
 

@@ -1,7 +1,7 @@
 """``agentzero store reembed``: re-embed memories and document chunks with another embedder.
 
-Registered on ``cli_store.app`` by ``cli.py``. Each store switches atomically (see
-``reembed.py``); the derived vector indexes are rebuilt for the new embedder.
+Registered on the ``store`` sub-app by ``cli.root``. Each store switches atomically (see
+``agentzero_store.ops.reembed``); the derived vector indexes are rebuilt for the new embedder.
 """
 
 from __future__ import annotations
@@ -11,27 +11,18 @@ from typing import Annotated, Any
 
 import typer
 
-from .base.config import Layout
-from .base.errors import InvalidArgumentError
-from .cli_common import (
-    EmbedderOpt,
-    JsonOpt,
-    data_dir,
-    emit,
-    make_embedder,
-    out,
-    progress,
-    store_kwargs,
-)
-from .embed.vectors import Embedder
-from .memory.store import SqliteMemoryStore
-from .reembed import (
+from ..base.config import Layout
+from ..base.errors import InvalidArgumentError
+from ..embed.vectors import Embedder
+from ..memory.store import SqliteMemoryStore
+from ..ops.reembed import (
     chunks_to_embed,
     progress_embedder,
     rebuild_memory_index,
     reembed_documents,
     reembed_memory,
 )
+from .common import EmbedderOpt, JsonOpt, data_dir, emit, make_embedder, out, progress, store_kwargs
 
 
 def _bar_callback(advance: Callable[[int], None]) -> Callable[[int, int], None]:

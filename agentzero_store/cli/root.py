@@ -1,7 +1,8 @@
 """The ``agentzero`` command: composes the engine's commands and the ``rag`` ones.
 
-The engine never imports ``rag`` at module level; ``main`` mounts the ``rag`` commands
-here, in this one place, when the package is installed.
+``main`` mounts the ``rag`` commands (``cli/rag.py``) here, in this one place, and only
+when it runs: the command line is where the document store and the engine's commands
+are put together.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from typing import Annotated
 
 import typer
 
-from . import cli_memory, cli_ops, cli_reembed, cli_store
-from .base.config import StoreConfig
-from .cli_common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
-from .memory.store import SqliteMemoryStore
-from .storage.credentials import generate_key_file
+from ..base.config import StoreConfig
+from ..memory.store import SqliteMemoryStore
+from ..storage.credentials import generate_key_file
+from . import memory as cli_memory
+from . import ops as cli_ops
+from . import reembed as cli_reembed
+from . import store as cli_store
+from .common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
 
 app = typer.Typer(
     name="agentzero",
@@ -72,9 +76,9 @@ def init(
     json_out: JsonOpt = False,
 ) -> None:
     """Create an encrypted store in the data dir (never overwrites one)."""
-    from .base.config import Layout
-    from .base.errors import StoreExistsError
-    from .storage.keys import store_exists
+    from ..base.config import Layout
+    from ..base.errors import StoreExistsError
+    from ..storage.keys import store_exists
 
     root = data_dir()
     if store_exists(Layout(root)):
@@ -100,7 +104,7 @@ def mcp_(
     embedder: EmbedderOpt = None,
 ) -> None:
     """Serve the store to MCP clients over stdio (stdout is the protocol; logs on stderr)."""
-    from .mcp_server import McpSettings, serve  # lazily: only this command needs the SDK
+    from ..agent.mcp import McpSettings, serve  # lazily: only this command needs the SDK
 
     serve(McpSettings(data_dir(), STATE.key_file, org, agent, embedder))
 
@@ -117,9 +121,9 @@ def main() -> None:
 
 
 def _mount_rag() -> None:
-    # Imported here, not at module level: the engine must not depend on rag, and commands
-    # that do not need a sub-app should not pay for importing it.
-    from rag import cli as rag_cli
+    # Imported here, not at module level: commands that do not need the rag commands
+    # should not pay for importing rag (and only the entry point composes the two).
+    from . import rag as rag_cli
 
     if not any(g.name == "rag" for g in app.registered_groups):
         app.add_typer(rag_cli.app, name="rag", help="Documents: ingest, query, watch, compact.")

@@ -10,9 +10,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from agentzero_store.base.config import Layout
-from agentzero_store.base.errors import InvalidArgumentError, NotFoundError
-from agentzero_store.cli_common import (
+from rag.files import DirReport, ingest_scan, scan_dir
+from rag.folder import MAX_FILE_BYTES
+from rag.query import MODES, DocumentHit
+from rag.store import DocInput, DocumentStore
+
+from ..base.config import Layout
+from ..base.errors import InvalidArgumentError, NotFoundError
+from .common import (
     STATE,
     EmbedderOpt,
     JsonOpt,
@@ -25,11 +30,6 @@ from agentzero_store.cli_common import (
     progress,
     store_kwargs,
 )
-
-from .files import DirReport, ingest_scan, scan_dir
-from .folder import MAX_FILE_BYTES
-from .query import MODES, DocumentHit
-from .store import DocInput, DocumentStore
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -248,9 +248,9 @@ def salvage(
     json_out: JsonOpt = False,
 ) -> None:
     """Recover every readable, authentic record of a damaged log into a fresh log."""
-    from agentzero_store.storage.keys import open_data_dir
+    from rag.salvage import salvage as run_salvage
 
-    from .salvage import salvage as run_salvage
+    from ..storage.keys import open_data_dir
 
     layout, keys = open_data_dir(data_dir(), create=False, key_file=STATE.key_file)
     report = run_salvage(layout.rag_log, dest, keys)
@@ -294,7 +294,7 @@ def watch(
     read as `rag ingest DIR` does: a path it would skip or fail is a "skipped" or
     "failed" line with its reason, and the watcher goes on.
     """
-    from .watch import Change, FolderSync, SyncSummary, stop_on_signals
+    from rag.watch import Change, FolderSync, SyncSummary, stop_on_signals
 
     def show(item: Change | SyncSummary) -> None:
         if STATE.json:

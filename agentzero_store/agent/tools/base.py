@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..base.errors import AgentZeroStoreError, InvalidArgumentError
-from ..base.limits import check_text
-from ..embed.vectors import Embedder
+from ...base.errors import AgentZeroStoreError, InvalidArgumentError
+from ...base.limits import check_text
+from ...embed.vectors import Embedder
 
 JsonType = Literal["string", "integer", "number", "boolean", "object"]
 Result = dict[str, Any]

@@ -24,11 +24,11 @@ import typer.models
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .base.config import StoreConfig, default_data_dir
-from .base.errors import AgentZeroStoreError, InvalidArgumentError
-from .base.limits import check_text
-from .embed.factory import embedder_from_env
-from .embed.vectors import Embedder
+from ..base.config import StoreConfig, default_data_dir
+from ..base.errors import AgentZeroStoreError, InvalidArgumentError
+from ..base.limits import check_text
+from ..embed.factory import embedder_from_env
+from ..embed.vectors import Embedder
 
 P = ParamSpec("P")
 R = TypeVar("R")

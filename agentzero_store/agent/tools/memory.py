@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ..base.limits import MAX_TTL_SECONDS, expires_after
-from ..memory.records import KINDS, MemoryEntry, MemoryHit, Source
-from ..memory.store import SqliteMemoryStore
+from ...base.limits import MAX_TTL_SECONDS, expires_after
+from ...memory.records import KINDS, MemoryEntry, MemoryHit, Source
+from ...memory.store import SqliteMemoryStore
 from .base import AgentTool, Arg, Result, require_one, scope_args, search_args, search_result
 
 RECALL_DESCRIPTION = (

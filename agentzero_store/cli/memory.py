@@ -12,9 +12,12 @@ from typing import Annotated, cast
 import typer
 from rich.table import Table
 
-from .base.errors import InvalidArgumentError, NotFoundError
-from .base.limits import expires_after
-from .cli_common import (
+from ..base.errors import InvalidArgumentError, NotFoundError
+from ..base.limits import expires_after
+from ..memory.records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
+from ..memory.store import SqliteMemoryStore
+from ..storage.lock import acquire_writer
+from .common import (
     EmbedderOpt,
     JsonOpt,
     cli_command,
@@ -25,9 +28,6 @@ from .cli_common import (
     progress,
     store_kwargs,
 )
-from .memory.records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
-from .memory.store import SqliteMemoryStore
-from .storage.lock import acquire_writer
 
 app = typer.Typer(no_args_is_help=True)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
-from ..embed.vectors import Embedder
+from ...embed.vectors import Embedder
 from .base import AgentTool, Arg, Result, search_args, search_result
 
 DocMode = Literal["bm25", "semantic", "hybrid"]
