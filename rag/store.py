@@ -27,8 +27,9 @@ from agentzero_store.embed.vectors import Embedder, as_vector
 from agentzero_store.sidecar.hnsw import HnswIndex
 from agentzero_store.sidecar.types import Progress, SidecarStatus
 from agentzero_store.storage.acks import Ledger
+from agentzero_store.storage.datadir import open_data_dir
 from agentzero_store.storage.fileio import DEFAULT_IO, FileIO
-from agentzero_store.storage.keys import StoreKeys, open_data_dir
+from agentzero_store.storage.keys import StoreKeys
 from agentzero_store.storage.lock import WriterLock, acquire_writer
 from agentzero_store.storage.sources import SourceGuard, open_ledger
 

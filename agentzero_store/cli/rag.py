@@ -250,7 +250,7 @@ def salvage(
     """Recover every readable, authentic record of a damaged log into a fresh log."""
     from rag.salvage import salvage as run_salvage
 
-    from ..storage.keys import open_data_dir
+    from ..storage.datadir import open_data_dir
 
     layout, keys = open_data_dir(data_dir(), create=False, key_file=STATE.key_file)
     report = run_salvage(layout.rag_log, dest, keys)

@@ -78,7 +78,7 @@ def init(
     """Create an encrypted store in the data dir (never overwrites one)."""
     from ..base.config import Layout
     from ..base.errors import StoreExistsError
-    from ..storage.keys import store_exists
+    from ..storage.key_header import store_exists
 
     root = data_dir()
     if store_exists(Layout(root)):

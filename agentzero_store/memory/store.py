@@ -24,7 +24,8 @@ from ..base.config import StoreConfig
 from ..base.errors import InvalidArgumentError, StoreClosedError
 from ..base.limits import check_text
 from ..embed.vectors import Embedder, Vector, as_vector
-from ..storage.keys import StoreKeys, open_data_dir
+from ..storage.datadir import open_data_dir
+from ..storage.keys import StoreKeys
 from ..storage.lock import WriterLock, acquire_writer
 from ..storage.sources import SourceGuard, open_ledger, open_memory_db
 from ..storage.sqlcipher import Database

@@ -17,7 +17,8 @@ from ..base.config import KdfParams, Layout
 from ..base.errors import InvalidArgumentError
 from ..storage.credentials import KEY_BYTES, Credential
 from ..storage.fileio import DEFAULT_IO, FileIO
-from ..storage.keys import read_header, rewrap, unlock_slot
+from ..storage.key_header import read_header
+from ..storage.keys import rewrap, unlock_slot
 from ..storage.lock import writer_lock
 
 RECOVERY_SLOT = "recovery"

@@ -46,7 +46,8 @@ from ..storage.acks import SOURCES, Ledger, create_ledger
 from ..storage.credentials import KEY_BYTES, Credential
 from ..storage.crypto import InvalidTag, Sealer
 from ..storage.fileio import DEFAULT_IO, FileIO
-from ..storage.keys import StoreKeys, new_slot, read_header, unlock, unlock_slot, write_header
+from ..storage.key_header import read_header, write_header
+from ..storage.keys import StoreKeys, new_slot, unlock, unlock_slot
 from ..storage.lock import writer_lock
 from ..storage.sqlcipher import Database
 from .keyops import slot_kdf

@@ -29,7 +29,8 @@ from ..sidecar.mechanism import Sidecar
 from ..sidecar.types import Change
 from ..storage.acks import FIX_LOSS, SOURCES, Ledger, Source, SourceState
 from ..storage.credentials import Credential
-from ..storage.keys import StoreKeys, read_header, unlock_slot
+from ..storage.key_header import read_header
+from ..storage.keys import StoreKeys, unlock_slot
 from ..storage.sources import judge_documents, judge_memory, memory_seq
 from ..storage.sqlcipher import Database
 

@@ -1,10 +1,11 @@
-"""The key header (``keys.json``), its key slots and per-purpose subkeys.
+"""Key slots, the master key they wrap, and the per-purpose subkeys derived from it.
 
-One credential (see ``credentials.py``) opens a store. It unwraps a random 256-bit master
+One credential (see ``credentials``) opens a store. It unwraps a random 256-bit master
 key stored in ``keys.json`` in one or more *slots* (a passphrase slot stretched with scrypt,
 a raw-key slot, later a recovery-key slot). The master key never touches disk unwrapped;
 subkeys for SQLCipher, document records and sidecar checkpoints are derived from it with
-HKDF, so the slow KDF runs once per open and never per connection.
+HKDF, so the slow KDF runs once per open and never per connection. The file itself
+(its format and checks) is ``key_header``; opening a data dir is ``datadir``.
 
 A wrong credential is detected here, before any data file is opened, and raises
 ``WrongKeyError``. Nothing in this module logs or reprs a secret.
@@ -12,13 +13,10 @@ A wrong credential is detected here, before any data file is opened, and raises
 
 from __future__ import annotations
 
-import base64
-import json
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from cryptography.exceptions import InvalidTag
@@ -34,38 +32,20 @@ from ..base.errors import (
     RotationInProgressError,
     SchemaVersionError,
     StoreExistsError,
-    StoreIOError,
-    StoreNotFoundError,
     WrongKeyError,
 )
-from ..base.limits import KEY_HEADER_MAX_BYTES, scrypt_problem
-from .acks import ACKS_FORMAT, create_ledger, ledger_path
-from .credentials import (
-    ENV_DATA_KEY,
-    ENV_KEY_FILE,
-    ENV_PASSPHRASE,
-    KEY_BYTES,
-    Credential,
-    CredentialKind,
-    generate_key_file,
-    parse_key_text,
-    resolve_credential,
+from .acks import ACKS_FORMAT, create_ledger
+from .credentials import KEY_BYTES, Credential
+from .fileio import DEFAULT_IO, FileIO
+from .key_header import (
+    KEYS_FORMAT,
+    NONCE_BYTES,
+    b64,
+    read_header,
+    slot_scrypt_problem,
+    unb64,
+    write_header,
 )
-from .fileio import DEFAULT_IO, FileIO, atomic_write
-
-KEYS_FORMAT = "agentzero-keys/1"
-NONCE_BYTES = 12
-WRAPPED_BYTES = KEY_BYTES + 16  # AES-GCM: the master key and its 16-byte tag
-SALT_MIN_BYTES, SALT_MAX_BYTES = 16, 64  # this version writes 16
-_KDF_OF_KIND = {"passphrase": "scrypt", "key": "hkdf-sha256"}
-
-
-def _b64(b: bytes) -> str:
-    return base64.b64encode(b).decode("ascii")
-
-
-def _unb64(s: str) -> bytes:
-    return base64.b64decode(s.encode("ascii"), validate=True)
 
 
 def _hkdf(ikm: bytes, salt: bytes | None, info: bytes) -> bytes:
@@ -73,11 +53,11 @@ def _hkdf(ikm: bytes, salt: bytes | None, info: bytes) -> bytes:
 
 
 def _wrapping_key(cred: Credential, kdf: Mapping[str, Any]) -> bytes:
-    salt = _unb64(kdf["salt"])
+    salt = unb64(kdf["salt"])
     if kdf["name"] == "scrypt":
         # Headers read from disk were bounded by _read_header; this refuses parameters a
         # caller asked for (StoreConfig.kdf), so no store is made that could not open.
-        problem = _scrypt_problem(kdf)
+        problem = slot_scrypt_problem(kdf)
         if problem is not None:
             raise InvalidArgumentError(f"scrypt parameters out of bounds: {problem}")
         if cred.kind != "passphrase":
@@ -108,11 +88,11 @@ def _new_slot(
         kdf = {"name": "scrypt", "n": kdf_params.n, "r": kdf_params.r, "p": kdf_params.p}
     else:
         kdf = {"name": "hkdf-sha256"}
-    kdf["salt"] = _b64(salt)
+    kdf["salt"] = b64(salt)
     slot: dict[str, Any] = {"id": slot_id, "kind": cred.kind, "kdf": kdf}
     nonce = secrets.token_bytes(NONCE_BYTES)
     wrapped = AESGCM(_wrapping_key(cred, kdf)).encrypt(nonce, master, _slot_aad(store_id, slot))
-    slot.update(nonce=_b64(nonce), wrapped=_b64(wrapped))
+    slot.update(nonce=b64(nonce), wrapped=b64(wrapped))
     return slot
 
 
@@ -156,119 +136,11 @@ class StoreKeys:
         return self.subkey("bm25-terms")
 
 
-def _read_header(layout: Layout) -> dict[str, Any]:
-    path = layout.keys
-    try:
-        with path.open("rb") as f:
-            raw = f.read(KEY_HEADER_MAX_BYTES + 1)
-    except FileNotFoundError as exc:
-        raise StoreNotFoundError(f"no store in {layout.root} (missing {path.name})") from exc
-    except IsADirectoryError as exc:
-        raise CorruptStoreError("the key header is a directory, not a file", path=path) from exc
-    except OSError as exc:
-        raise StoreIOError(f"reading {path} failed: {exc.strerror or exc}") from exc
-    try:
-        if len(raw) > KEY_HEADER_MAX_BYTES:
-            raise ValueError(f"larger than {KEY_HEADER_MAX_BYTES:,} bytes")
-        header = json.loads(raw)
-        if not isinstance(header, dict):
-            raise ValueError("not an object")
-        fmt = header.get("format")
-        if fmt != KEYS_FORMAT:
-            if isinstance(fmt, str) and fmt.startswith("agentzero-keys/"):
-                raise SchemaVersionError(
-                    f"{path} has format {fmt}, this version reads {KEYS_FORMAT}"
-                )
-            raise ValueError(f"unknown format {fmt!r}")
-        store_id = header["store_id"]
-        slots = header["slots"]
-        if not isinstance(store_id, str) or not isinstance(slots, list) or not slots:
-            raise ValueError("missing store_id or slots")
-        if not store_id:
-            raise ValueError("empty store_id")
-        for i, slot in enumerate(slots):
-            _check_slot(i, slot)
-        if not isinstance(header.get("rotation"), dict | None):
-            raise ValueError("the key-rotation journal is not an object")
-    except SchemaVersionError:
-        raise
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise CorruptStoreError(
-            f"the key header is unreadable: {exc}",
-            path=path,
-            hint="restore keys.json from a backup; without it the data cannot be decrypted",
-        ) from exc
-    return header
-
-
-def _check_slot(i: int, slot: Any) -> None:
-    """Raise ``ValueError`` naming what is wrong with key slot ``i`` of a header.
-
-    Everything a slot holds is checked before it reaches base64, scrypt or AES-GCM:
-    types, base64, the lengths this version writes, and the KDF's cost (bounded, so a
-    hostile header cannot make an open allocate gigabytes). A KDF this version does not
-    know is left to ``_wrapping_key`` (a ``SchemaVersionError`` if its slot is used).
-    """
-    where = f"key slot {i}"
-    if not isinstance(slot, dict):
-        raise ValueError(f"{where} is not an object")
-    for name in ("id", "kind"):
-        if not isinstance(slot.get(name), str) or not slot[name]:
-            raise ValueError(f"{where}: {name} is not a non-empty string")
-    kdf = slot.get("kdf")
-    if not isinstance(kdf, dict) or not isinstance(kdf.get("name"), str):
-        raise ValueError(f"{where}: kdf is not an object with a name")
-    lengths = {"nonce": (NONCE_BYTES, NONCE_BYTES), "wrapped": (WRAPPED_BYTES, WRAPPED_BYTES)}
-    for name, (low, high) in lengths.items():
-        _check_b64(f"{where}: {name}", slot.get(name), low, high)
-    if kdf["name"] in ("scrypt", "hkdf-sha256"):
-        _check_b64(f"{where}: kdf salt", kdf.get("salt"), SALT_MIN_BYTES, SALT_MAX_BYTES)
-        # A passphrase is stretched (scrypt); a raw key is only separated (HKDF).
-        if _KDF_OF_KIND.get(slot["kind"], kdf["name"]) != kdf["name"]:
-            raise ValueError(f"{where}: a {slot['kind']} slot cannot use {kdf['name']}")
-    if kdf["name"] == "scrypt":
-        problem = _scrypt_problem(kdf)
-        if problem is not None:
-            raise ValueError(f"{where}: {problem}")
-
-
-def _check_b64(what: str, value: Any, low: int, high: int) -> None:
-    if not isinstance(value, str):
-        raise ValueError(f"{what} is not a string")
-    try:
-        n = len(_unb64(value))
-    except ValueError as exc:  # binascii.Error and UnicodeEncodeError are ValueErrors
-        raise ValueError(f"{what} is not base64") from exc
-    if not low <= n <= high:
-        size = f"{low}" if low == high else f"{low} to {high}"
-        raise ValueError(f"{what} is {n} bytes, not {size}")
-
-
-def _scrypt_problem(kdf: Mapping[str, Any]) -> str | None:
-    """What is wrong with a slot's scrypt n, r and p (see ``limits.scrypt_problem``)."""
-    return scrypt_problem(kdf.get("n"), kdf.get("r"), kdf.get("p"))
-
-
-def read_header(layout: Layout) -> dict[str, Any]:
-    """The parsed key header (wrapped keys, salts, KDF params; no secret in the clear)."""
-    return _read_header(layout)
-
-
 def new_slot(
     slot_id: str, cred: Credential, master: bytes, store_id: str, kdf: KdfParams
 ) -> dict[str, Any]:
     """A key slot in which ``cred`` wraps ``master`` (for key rotation and recovery keys)."""
     return _new_slot(slot_id, cred, master, store_id, kdf)
-
-
-def store_exists(layout: Layout) -> bool:
-    """True if the data dir has a key header."""
-    return layout.keys.exists()
-
-
-def read_store_id(layout: Layout) -> str:
-    """The store id from keys.json (no credential needed)."""
-    return str(_read_header(layout)["store_id"])
 
 
 def unwrap_slot(store_id: str, slot: Mapping[str, Any], cred: Credential) -> bytes | None:
@@ -284,7 +156,7 @@ def _unwrap(
     if slot.get("kind") != cred.kind:
         return None
     wk = AESGCM(_wrapping_key(cred, slot["kdf"]))  # the slow KDF runs once for both tries
-    nonce, wrapped = _unb64(slot["nonce"]), _unb64(slot["wrapped"])
+    nonce, wrapped = unb64(slot["nonce"]), unb64(slot["wrapped"])
     for acks in (True, False):
         try:
             return wk.decrypt(nonce, wrapped, _slot_aad(store_id, slot, acks=acks)), acks
@@ -301,7 +173,7 @@ def unlock_slot(
     ``allow_rotation``: return the (old) keys even when keys.json records an unfinished
     key rotation; only the rotation code itself and ``verify`` ask for that.
     """
-    header = _read_header(layout)
+    header = read_header(layout)
     store_id = header["store_id"]
     kinds = sorted({s.get("kind") for s in header["slots"]})
     for slot in header["slots"]:
@@ -368,12 +240,6 @@ def create_keys(
     return keys
 
 
-def write_header(layout: Layout, header: Mapping[str, Any], *, io: FileIO = DEFAULT_IO) -> None:
-    """Durably replace keys.json (0600). Holds only wrapped keys, salts and KDF params."""
-    data = json.dumps(header, indent=2, sort_keys=True).encode() + b"\n"
-    atomic_write(layout.keys, data, io=io, mode=0o600)
-
-
 def rewrap(
     layout: Layout,
     keys: StoreKeys,
@@ -388,100 +254,20 @@ def rewrap(
     One atomic rewrite of keys.json: after a crash either the old or the new header is
     in place, so either the old or the new credential works, never neither.
     """
-    header = _read_header(layout)
+    header = read_header(layout)
     slots = [s for s in header["slots"] if s.get("id") != slot_id]
     slots.append(_new_slot(slot_id, cred, keys.master, keys.store_id, kdf))
     header["slots"] = slots
     write_header(layout, header, io=io)
 
 
-def open_data_dir(
-    data_dir: Path | str,
-    *,
-    passphrase: str | None = None,
-    key: bytes | str | None = None,
-    key_file: Path | str | None = None,
-    create: bool = True,
-    kdf: KdfParams | None = None,
-    prompt: bool | None = None,
-    io: FileIO = DEFAULT_IO,
-) -> tuple[Layout, StoreKeys]:
-    """Unlock (or create) the key header of a data dir; the first step of every open.
-
-    A wrong credential raises ``WrongKeyError`` here, before any data file is touched.
-    """
-    layout = Layout(Path(data_dir).expanduser())
-    exists = store_exists(layout)
-    if not exists and not create:
-        raise StoreNotFoundError(f"no store in {layout.root}")
-    cred = resolve_credential(
-        passphrase=passphrase, key=key, key_file=key_file, prompt=prompt, confirm=not exists
-    )
-    if exists:
-        try:
-            keys, slot = unlock_slot(layout, cred)
-        except RotationInProgressError:
-            # A crash interrupted `key rotate`: finish it (under the writer lock) so the
-            # store opens with the same credential. Imported lazily: it needs the ops layer.
-            from ..ops.rotate import resume_rotation
-
-            return layout, resume_rotation(layout, cred, io=io)
-        if not keys.acks_required:
-            keys = _upgrade_to_ledger(layout, keys, cred, slot, io=io)
-        return layout, keys
-    return layout, create_keys(layout, cred, kdf=kdf or KdfParams(), io=io)
-
-
-def _upgrade_to_ledger(
-    layout: Layout, keys: StoreKeys, cred: Credential, slot_id: str, *, io: FileIO
-) -> StoreKeys:
-    """A store from before the acknowledgement ledger: start one (each source is recorded
-    as it is on its next open) and rewrap the credential's slot so it requires it.
-
-    Once, under the writer lock. Other slots (a recovery key) keep their old binding
-    until they are rewrapped (``key export-recovery``, ``key rotate``).
-    """
-    from .lock import writer_lock
-
-    with writer_lock(layout.root, purpose="start the acknowledgement ledger"):
-        header = _read_header(layout)
-        if not ledger_path(layout.root).exists():
-            create_ledger(layout.root, keys.ledger_key, keys.store_id, io=io)
-        for i, slot in enumerate(header["slots"]):
-            if slot.get("id") == slot_id:
-                kdf = slot["kdf"]
-                params = (
-                    KdfParams(n=int(kdf["n"]), r=int(kdf["r"]), p=int(kdf["p"]))
-                    if kdf.get("name") == "scrypt"
-                    else KdfParams()
-                )
-                header["slots"][i] = _new_slot(slot_id, cred, keys.master, keys.store_id, params)
-        write_header(layout, header, io=io)
-    return StoreKeys(store_id=keys.store_id, master=keys.master, acks_required=True)
-
 
 __all__ = [
-    # Re-exported from ``credentials`` so existing ``from .keys import ...`` keeps working.
-    "ENV_DATA_KEY",
-    "ENV_KEY_FILE",
-    "ENV_PASSPHRASE",
-    "KEY_BYTES",
-    "KEYS_FORMAT",
-    "Credential",
-    "CredentialKind",
     "StoreKeys",
     "create_keys",
-    "generate_key_file",
     "new_slot",
-    "open_data_dir",
-    "parse_key_text",
-    "read_header",
-    "read_store_id",
-    "resolve_credential",
     "rewrap",
-    "store_exists",
     "unlock",
     "unlock_slot",
     "unwrap_slot",
-    "write_header",
 ]

@@ -332,6 +332,7 @@ def make_pre_ledger(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import functools
 
     from agentzero_store.base.config import FAST_KDF_FOR_TESTS, Layout
+    from agentzero_store.storage import key_header
     from agentzero_store.storage import keys as keys_mod
     from agentzero_store.storage.credentials import Credential
 
@@ -339,11 +340,11 @@ def make_pre_ledger(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     k = keys_mod.unlock(layout, cred)
     with monkeypatch.context() as m:
         m.setattr(keys_mod, "_slot_aad", functools.partial(keys_mod._slot_aad, acks=False))
-        header = keys_mod.read_header(layout)
+        header = key_header.read_header(layout)
         header["slots"] = [
             keys_mod.new_slot("primary", cred, k.master, k.store_id, FAST_KDF_FOR_TESTS)
         ]
-        keys_mod.write_header(layout, header)
+        key_header.write_header(layout, header)
     (root / "sources.ledger").unlink()
     assert not keys_mod.unlock(layout, cred).acks_required
 

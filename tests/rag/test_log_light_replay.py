@@ -205,7 +205,7 @@ def test_store_verify_reports_an_undecodable_record(tmp_path: Path) -> None:
     from agentzero_store.base.config import FAST_KDF_FOR_TESTS
     from agentzero_store.ops import verify_store
     from agentzero_store.storage.credentials import Credential
-    from agentzero_store.storage.keys import open_data_dir
+    from agentzero_store.storage.datadir import open_data_dir
 
     root, raw_key = tmp_path / "store", bytes(range(32))
     layout, keys = open_data_dir(root, key=raw_key, kdf=StoreConfig(kdf=FAST_KDF_FOR_TESTS).kdf)
