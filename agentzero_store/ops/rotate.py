@@ -20,8 +20,9 @@ data is under a key nobody can unwrap. While the journal exists, the credential 
 opens the OLD master, which unseals the new one: any credential of the store can finish
 the job. Each data file is under exactly one of the two keys at any instant (steps 2 and
 3 are atomic per file) and the code probes which. Opening a store whose journal is
-present finishes the rotation first (``keys.open_data_dir`` calls ``resume_rotation``),
-so after a crash the store opens with the same credential, under the new key.
+present finishes the rotation first (``storage.datadir.open_data_dir`` calls
+``resume_rotation``, which the package root installs there), so after a crash the store
+opens with the same credential, under the new key.
 
 Other slots (a recovery key, a second passphrase) wrap the old master and cannot be
 rewrapped without their secrets: they are dropped and reported; export a new recovery

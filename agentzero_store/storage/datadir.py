@@ -3,11 +3,17 @@
 ``open_data_dir`` resolves the credential, unlocks (or creates) the key header, and
 brings the store's keys up to date: a store from before the acknowledgement ledger is
 upgraded once, and a key rotation a crash interrupted is finished first.
+
+Finishing a rotation re-keys every file of the data dir (memory.db, the document log,
+the ledger, the sidecars): that is ``ops.rotate``, two layers above this one. It is
+plugged in with ``install_rotation_resumer`` by the package root, which composes the
+layers (see ``agentzero_store/__init__.py``), so storage never imports upward.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
 from ..base.config import KdfParams, Layout
 from ..base.errors import RotationInProgressError, StoreNotFoundError
@@ -17,6 +23,28 @@ from .fileio import DEFAULT_IO, FileIO
 from .key_header import read_header, store_exists, write_header
 from .keys import StoreKeys, create_keys, new_slot, unlock_slot
 from .lock import writer_lock
+
+
+class ResumeRotation(Protocol):
+    """Finishes an interrupted key rotation of ``layout`` and returns the new keys."""
+
+    def __call__(self, layout: Layout, cred: Credential, *, io: FileIO) -> StoreKeys:
+        """Finish the rotation (unless another process has by now) and unlock."""
+        ...
+
+
+_resume_rotation: ResumeRotation | None = None
+
+
+def install_rotation_resumer(resume: ResumeRotation) -> None:
+    """Make every open finish a key rotation a crash interrupted, with ``resume``.
+
+    The package root installs ``ops.rotate.resume_rotation`` when it is imported, which
+    is before any module of the package can be: every process that can open a store has
+    it. Without one, an interrupted rotation stays a ``RotationInProgressError``.
+    """
+    global _resume_rotation
+    _resume_rotation = resume
 
 
 def open_data_dir(
@@ -46,10 +74,10 @@ def open_data_dir(
             keys, slot = unlock_slot(layout, cred)
         except RotationInProgressError:
             # A crash interrupted `key rotate`: finish it (under the writer lock) so the
-            # store opens with the same credential. Imported lazily: it needs the ops layer.
-            from ..ops.rotate import resume_rotation
-
-            return layout, resume_rotation(layout, cred, io=io)
+            # store opens with the same credential (see ``install_rotation_resumer``).
+            if _resume_rotation is None:
+                raise
+            return layout, _resume_rotation(layout, cred, io=io)
         if not keys.acks_required:
             keys = _upgrade_to_ledger(layout, keys, cred, slot, io=io)
         return layout, keys
@@ -83,4 +111,4 @@ def _upgrade_to_ledger(
 
 
 
-__all__ = ["open_data_dir"]
+__all__ = ["ResumeRotation", "install_rotation_resumer", "open_data_dir"]
