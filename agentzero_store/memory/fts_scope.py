@@ -23,7 +23,7 @@ import hashlib
 from ..base.ranking import fts5_query
 from .records import Scope
 
-SQL_FUNCTION = "az_scope_tokens"  # registered on every connection: migrations call it
+SQL_FUNCTION = "az_scope_tokens"  # registered by schema.migrate: migrations call it
 _LETTERS = {"org_id": "o", "agent_id": "a", "conversation_id": "c"}
 
 

@@ -27,12 +27,14 @@ from ..embed.vectors import Embedder, Vector, as_vector
 from ..storage.datadir import open_data_dir
 from ..storage.keys import StoreKeys
 from ..storage.lock import WriterLock, acquire_writer
-from ..storage.sources import SourceGuard, open_ledger, open_memory_db
+from ..storage.sources import SourceGuard, open_ledger
 from ..storage.sqlcipher import Database
 from . import recall, write
 from .feed import Change, MemoryFeed
 from .records import MemoryEntry, MemoryHit, Scope, to_us
 from .rows import COLUMNS, positive, row_to_entry, scope_where
+from .schema import migrate
+from .source import open_memory_db
 
 if TYPE_CHECKING:
     from ..sidecar.types import OpenReport, Progress, SidecarStatus
@@ -121,7 +123,7 @@ class SqliteMemoryStore:
             ledger.close()
             raise
         try:
-            db.migrate(keys.store_id)
+            migrate(db, keys.store_id)
         except BaseException:
             db.close()
             ledger.close()

@@ -26,12 +26,13 @@ from ..embed.vectors import Embedder, Vector, as_vector, as_vectors
 from ..storage.sqlcipher import Database
 from .fts_scope import scope_tokens
 from .records import MemoryEntry, to_us
+from .schema import get_meta
 
 
 def embedding_info(db: Database) -> tuple[str | None, int | None]:
     """(model id, dimension) of the vectors stored so far, or (None, None)."""
-    dim = db.get_meta("embedding_dim")
-    return db.get_meta("embedding_model"), int(dim) if dim else None
+    dim = get_meta(db, "embedding_dim")
+    return get_meta(db, "embedding_model"), int(dim) if dim else None
 
 
 def check_embedder(db: Database, embedder: Embedder | None) -> str:

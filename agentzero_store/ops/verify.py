@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from ..base.config import Layout, StoreConfig
 from ..base.errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
+from ..memory.schema import get_meta
+from ..memory.source import memory_seq
 from ..sidecar.manifest import MANIFEST
 from ..sidecar.mechanism import Sidecar
 from ..sidecar.types import Change
@@ -31,7 +33,7 @@ from ..storage.acks import FIX_LOSS, SOURCES, Ledger, Source, SourceState
 from ..storage.credentials import Credential
 from ..storage.key_header import read_header
 from ..storage.keys import StoreKeys, unlock_slot
-from ..storage.sources import judge_documents, judge_memory, memory_seq
+from ..storage.sources import judge_documents, judge_memory
 from ..storage.sqlcipher import Database
 
 Severity = Literal["error", "note"]
@@ -210,7 +212,7 @@ def _check_memory(
                 Finding(str(path), None, f"integrity_check: {line}", FIX_RESTORE)
             )
         migrated = bool(db.query("SELECT 1 FROM sqlite_master WHERE name = 'meta'"))
-        if migrated and db.get_meta("store_id") != keys.store_id:
+        if migrated and get_meta(db, "store_id") != keys.store_id:
             report.findings.append(
                 Finding(str(path), "meta.store_id", "memory.db is another store's", FIX_RESTORE)
             )

@@ -2,7 +2,7 @@
 
 ``judge_memory`` and ``judge_documents`` compare what a source holds with what the ledger
 says was acknowledged and return the problem in words (None when the source is whole):
-both the opens here and ``agentzero store verify`` use them, so a store refuses exactly
+both the stores' opens and ``agentzero store verify`` use them, so a store refuses exactly
 what verify reports. ``SourceGuard`` is what a store holds while open: it checks the
 source, records a source the ledger does not know yet (a store from before the ledger,
 or a crash between creating a source and recording it), and acknowledges writes.
@@ -17,11 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-from ..base.config import Layout, StoreConfig
+from ..base.config import Layout
 from .acks import FIX_LOSS, Ledger, Source, SourceLossError, SourceState, count, missing_range
-from .fileio import translate_os_errors
 from .keys import StoreKeys
-from .sqlcipher import Database
 
 LogKind = Literal["missing", "empty", "plaintext", "sealed"]
 Writer = Callable[[], AbstractContextManager[object]]
@@ -158,45 +156,6 @@ def open_ledger(
     )
 
 
-def memory_seq(db: Database) -> int:
-    """The newest seq of ``memory.db``'s change feed (0 before the schema exists)."""
-    if not db.query("SELECT 1 FROM sqlite_master WHERE name = 'changes'"):
-        return 0
-    return int(db.query("SELECT coalesce(max(seq), 0) FROM changes")[0][0])
-
-
-def open_memory_db(
-    layout: Layout, keys: StoreKeys, config: StoreConfig, ledger: Ledger, writer: Writer
-) -> tuple[Database, SourceGuard]:
-    """Open ``memory.db`` after checking it against the ledger; the caller migrates it.
-
-    A missing or empty file is created only if the ledger says nothing was ever
-    acknowledged in it; otherwise ``SourceLossError`` and no file is created or written.
-    """
-    path = layout.memory_db
-    guard = SourceGuard(ledger, "memory", path, writer=writer)
-    state = guard.state()
-    with translate_os_errors("reading", path):
-        present = path.exists() and path.stat().st_size > 0
-    if not present:
-        if (problem := judge_memory(state, present=False, seq=0)) is not None:
-            raise loss_error(problem, path)
-        guard.will_create()  # before SQLite creates the file
-        db = Database(path, keys.sqlcipher_key, busy_timeout_ms=config.busy_timeout_ms)
-        return db, guard
-    db = Database(path, keys.sqlcipher_key, busy_timeout_ms=config.busy_timeout_ms)
-    try:
-        seq = memory_seq(db)
-        if (problem := judge_memory(state, present=True, seq=seq)) is not None:
-            raise loss_error(problem, path)
-        if not state.created:
-            guard.adopt(seq)  # a store from before the ledger: it holds what it holds
-    except BaseException:
-        db.close()
-        raise
-    return db, guard
-
-
 __all__ = [
     "LogKind",
     "SourceGuard",
@@ -204,7 +163,5 @@ __all__ = [
     "judge_documents",
     "judge_memory",
     "loss_error",
-    "memory_seq",
     "open_ledger",
-    "open_memory_db",
 ]
