@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
 from ..sidecar.types import Change as SourceChange
 from ..storage.sqlcipher import Database
-
-if TYPE_CHECKING:
-    from .store import SqliteMemoryStore
 
 P = TypeVar("P")
 
@@ -114,10 +111,40 @@ class MemoryFeed:
                 yield seq, [r[0] for r in rows], b"".join(r[1] for r in rows)
 
 
+class FeedStore(Protocol):
+    """What the sidecar adapters read of a memory store (``SqliteMemoryStore`` is one)."""
+
+    @property
+    def store_id(self) -> str:
+        """The store's id."""
+        ...
+
+    @property
+    def feed(self) -> MemoryFeed:
+        """The store's change feed."""
+        ...
+
+    def source_seq(self) -> int:
+        """The seq of the newest change."""
+        ...
+
+    def changes_since(self, seq: int, limit: int = 10_000) -> list[Change]:
+        """Changes with seq > ``seq``, oldest first, at most ``limit``."""
+        ...
+
+    def vector_count(self) -> int:
+        """An upper bound on the rows holding a vector."""
+        ...
+
+    def vectors_after(self, label: int, limit: int) -> list[tuple[int, bytes]]:
+        """Up to ``limit`` (label, float32 bytes) with label > ``label``, by label."""
+        ...
+
+
 class _FeedSource(Generic[P]):
     """``Source[P]`` over the memory feed; subclasses say how a change becomes a payload."""
 
-    def __init__(self, store: SqliteMemoryStore) -> None:
+    def __init__(self, store: FeedStore) -> None:
         self._store = store
 
     @property
@@ -182,4 +209,11 @@ def _scope_of(c: Change) -> tuple[str, str, str, int | None]:
     return c.org_id, c.agent_id, c.conversation_id, c.expires_at_us
 
 
-__all__ = ["Change", "MemoryFeed", "MemoryItem", "MemoryItemSource", "MemoryVectorSource"]
+__all__ = [
+    "Change",
+    "FeedStore",
+    "MemoryFeed",
+    "MemoryItem",
+    "MemoryItemSource",
+    "MemoryVectorSource",
+]

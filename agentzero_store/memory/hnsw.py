@@ -19,24 +19,46 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from ..base.config import Layout, StoreConfig
 from ..base.errors import AgentZeroStoreError, DimensionMismatchError
 from ..sidecar.hnsw import HnswIndex
 from ..sidecar.mechanism import Sidecar
 from ..sidecar.types import EmbedderInfo, OpenReport, Progress, SidecarStatus
 from ..storage.fileio import DEFAULT_IO, FileIO, translate_os_errors
-from .feed import MemoryItem, MemoryItemSource, MemoryVectorSource
+from ..storage.keys import StoreKeys
+from .feed import FeedStore, MemoryItem, MemoryItemSource, MemoryVectorSource
 from .index import MAX_CANDIDATES, Answer, MemoryIndex, exact_scope_limit
 from .records import Scope
 
-if TYPE_CHECKING:
-    from .store import SqliteMemoryStore
-
 log = logging.getLogger(__name__)
+
+
+class IndexedStore(FeedStore, Protocol):
+    """What the HNSW sidecar needs of its memory store (``SqliteMemoryStore`` is one)."""
+
+    @property
+    def data_dir(self) -> Path:
+        """The data dir (``memory.hnsw/`` is in it by default)."""
+        ...
+
+    @property
+    def config(self) -> StoreConfig:
+        """HNSW parameters and the checkpoint interval."""
+        ...
+
+    @property
+    def keys(self) -> StoreKeys:
+        """The store's keys (the sidecar subkey seals the checkpoints)."""
+        ...
+
+    def embedding_info(self) -> tuple[str | None, int | None]:
+        """(model id, dimension) of the stored vectors, or (None, None)."""
+        ...
 
 
 class MemoryHnsw:
@@ -44,7 +66,7 @@ class MemoryHnsw:
 
     def __init__(
         self,
-        store: SqliteMemoryStore,
+        store: IndexedStore,
         directory: Path,
         *,
         dim: int | None = None,
@@ -71,7 +93,7 @@ class MemoryHnsw:
     @classmethod
     def attach(
         cls,
-        store: SqliteMemoryStore,
+        store: IndexedStore,
         dir: Path | str | None,
         dim: int | None,
         *,
@@ -80,8 +102,6 @@ class MemoryHnsw:
     ) -> MemoryHnsw:
         """Open the index of ``store`` in ``dir`` (default ``memory.hnsw/``): load the
         verified checkpoint and replay, or rebuild (see ``enable_hnsw_index``)."""
-        from ..base.config import Layout
-
         _, stored = store.embedding_info()
         if dim is not None and stored is not None and dim != stored:
             raise DimensionMismatchError(f"the store holds {stored}-d vectors, not {dim}-d")
@@ -317,4 +337,10 @@ class MemoryHnsw:
         self._observer = obs
 
 
-__all__ = ["MAX_CANDIDATES", "MemoryHnsw", "MemoryVectorSource", "exact_scope_limit"]
+__all__ = [
+    "MAX_CANDIDATES",
+    "IndexedStore",
+    "MemoryHnsw",
+    "MemoryVectorSource",
+    "exact_scope_limit",
+]
