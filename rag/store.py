@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from agentzero_store.base.config import Layout, StoreConfig
 from agentzero_store.base.errors import InvalidArgumentError, NoEmbedderError
-from agentzero_store.base.limits import check_limit, check_optional_text, check_text, metadata_json
+from agentzero_store.base.limits import check_limit, check_text
 from agentzero_store.base.ranking import rrf_fuse
 from agentzero_store.embed.vectors import Embedder, as_vector
 from agentzero_store.sidecar.hnsw import HnswIndex
@@ -33,56 +32,20 @@ from agentzero_store.storage.keys import StoreKeys
 from agentzero_store.storage.lock import WriterLock, acquire_writer
 from agentzero_store.storage.sources import SourceGuard, open_ledger
 
+from . import files
 from .chunking import DEFAULT_PARAMS, Chunk, ChunkParams, chunk_text
+from .documents import DocInput, IngestResult
 from .feed import check_chunk_count
+from .files import DirReport
 from .folder import MAX_FILE_BYTES
 from .indexes import DocumentIndexes, vectors_fit
 from .log import DocumentLog
 from .query import MODES, DocumentHit, QueryMode, roll_up
 from .records import ChunkVectors, DocumentRecord, Upsert, content_hash
 
-if TYPE_CHECKING:
-    from .files import DirReport
-
 log = logging.getLogger(__name__)
 
 CANDIDATES_PER_DOC = 8  # chunk hits asked of an index per document wanted
-
-
-@dataclass(frozen=True)
-class IngestResult:
-    """What ingesting one document did."""
-
-    id: str
-    seq: int | None  # the log seq written; None when unchanged
-    chunks: int
-    changed: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class DocInput:
-    """One document to ingest."""
-
-    id: str
-    text: str
-    title: str | None = None
-    source_path: str | None = None
-    metadata: Mapping[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        # Checked here, before chunking, hashing or embedding touch the text: a lone
-        # surrogate cannot be encoded, and NaN or oversized metadata cannot be stored.
-        check_optional_text("document id", self.id)
-        if isinstance(self.text, str):  # a missing text is named by ingest_many
-            check_text("document text", self.text)
-        check_optional_text("title", self.title)
-        check_optional_text("source_path", self.source_path)
-        if self.metadata:
-            metadata_json(self.metadata)
 
 
 class DocumentStore:
@@ -315,9 +278,7 @@ class DocumentStore:
         before reading) or not UTF-8 is refused (``InvalidArgumentError``); an OS error
         is a ``StoreIOError``.
         """
-        from .files import read_document
-
-        d = read_document(Path(path), doc_id=doc_id, max_bytes=max_bytes)
+        d = files.read_document(Path(path), doc_id=doc_id, max_bytes=max_bytes)
         return self.ingest_many([d])[0]
 
     def ingest_dir(
@@ -333,9 +294,7 @@ class DocumentStore:
         skipped; a file over ``max_bytes``, not UTF-8 or unreadable fails alone. The
         report lists each such path with a reason (``skipped`` and ``failed``).
         """
-        from .files import ingest_dir
-
-        return ingest_dir(self, Path(root), progress, max_bytes=max_bytes)
+        return files.ingest_dir(self, Path(root), progress, max_bytes=max_bytes)
 
     def delete(self, doc_id: str) -> bool:
         """Delete a document (a tombstone in the log). True if it existed."""

@@ -44,6 +44,7 @@ from watchdog.observers import Observer
 
 from agentzero_store.base.errors import AgentZeroStoreError
 
+from .documents import DocInput
 from .files import BATCH, doc_id_for, document_of
 from .folder import (
     DEFAULT_SOURCE_IO,
@@ -54,7 +55,7 @@ from .folder import (
     SourceIO,
     is_document,
 )
-from .store import DocInput, DocumentStore
+from .store import DocumentStore
 
 log = logging.getLogger(__name__)
 

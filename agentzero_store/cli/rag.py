@@ -10,10 +10,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from rag.documents import DocInput
 from rag.files import DirReport, ingest_scan, scan_dir
 from rag.folder import MAX_FILE_BYTES
 from rag.query import MODES, DocumentHit
-from rag.store import DocInput, DocumentStore
+from rag.store import DocumentStore
 
 from ..base.config import Layout
 from ..base.errors import InvalidArgumentError, NotFoundError

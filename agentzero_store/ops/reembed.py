@@ -197,7 +197,7 @@ def reembed_documents(store: DocumentStore) -> int:
     bar; ``chunks_to_embed`` gives the total). Documents whose vectors already fit are
     skipped, so an interrupted run resumes. All new versions are one group commit.
     """
-    from rag.store import DocInput  # lazily: the engine does not depend on rag
+    from rag.documents import DocInput  # lazily: the engine does not depend on rag
 
     if store.embedder is None:
         raise InvalidArgumentError("re-embedding documents needs an embedder")

@@ -19,7 +19,7 @@ import pytest
 from agentzero_store import MemoryEntry, SqliteMemoryStore
 from agentzero_store.storage.acks import HEADER_BYTES, SLOT_BYTES
 from rag import DocumentStore
-from rag.store import DocInput
+from rag.documents import DocInput
 
 from ..conftest import FAST, PASSPHRASE, js, run_cli, tree_digest
 
