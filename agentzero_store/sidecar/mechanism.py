@@ -18,47 +18,30 @@ that fails while the process runs (its files deleted under it, a native error, a
 that cannot take its writes) is rebuilt the same way: ``catch_up`` reports it,
 ``heal`` rebuilds, and ``read`` runs a query with both. The index
 library is behind ``SidecarIndex``: a small, library-agnostic adapter that turns items
-into an in-memory index and the index into named byte strings and back. The files on disk
-(manifest, MAC, sealed data files) are read and verified in ``sidecar_manifest.py``.
+into an in-memory index and the index into named byte strings and back. What a
+checkpoint holds, and how one is written, loaded and verified, is ``checkpoints``; the
+files on disk (manifest, MAC, sealed data files) are read and verified in ``manifest``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from ..base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
-from ..storage.fileio import (
-    DEFAULT_IO,
-    FileIO,
-    atomic_write,
-    cleanup_temp_files,
-    translate_os_errors,
-)
-from .manifest import (
-    LOCK,
-    MANIFEST,
-    SIDECAR_FORMAT,
-    TREE_SUFFIX,
-    CheckpointFiles,
-    canonical,
-    coverage,
-    data_aad,
-)
+from ..base.errors import SidecarCorruptError, StoreIOError
+from ..storage.fileio import DEFAULT_IO, FileIO, translate_os_errors
+from . import checkpoints
+from .failures import IndexFailed, index_failure, is_fatal, is_store_error
+from .manifest import LOCK, CheckpointFiles
 from .types import (
     EmbedderInfo,
     KeepsFiles,
-    LoadsBuffers,
     OpenReport,
     Progress,
-    SealsBytes,
     SidecarIndex,
     SidecarStatus,
     Source,
@@ -69,41 +52,6 @@ log = logging.getLogger(__name__)
 P = TypeVar("P")
 R = TypeVar("R")
 READ_TRIES = 3  # a query, then at most two rebuilds (e.g. on disk, then in RAM)
-
-
-def _is_fatal(exc: BaseException) -> bool:
-    # Native libraries raise RuntimeError, ValueError or pyo3's PanicException (a
-    # BaseException): all of them mean "rebuild". Only a user's ^C or exit goes through.
-    return isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit)
-
-
-def _index_failure(exc: BaseException) -> bool:
-    """True if ``exc``, raised by an index adapter, means "rebuild the index": a native
-    error, or the adapter's own ``SidecarCorruptError`` / ``StoreIOError``. Anything
-    else (a caller's wrong vector dimension, say) is the caller's to see."""
-    if _is_fatal(exc):
-        return False
-    return not isinstance(exc, AgentZeroStoreError) or isinstance(
-        exc, SidecarCorruptError | StoreIOError
-    )
-
-
-class _IndexFailed(Exception):
-    """An index call (not the source) failed: keeps the two apart, since both can raise
-    ``StoreIOError`` and only the index's failure is healed by a rebuild."""
-
-    def __init__(self, cause: BaseException) -> None:
-        if isinstance(cause, AgentZeroStoreError):
-            super().__init__(cause.message)  # without the hint: this text is logged
-        else:
-            super().__init__(f"{type(cause).__name__}: {cause}")
-        self.cause = cause
-
-    def public(self, kind: str) -> AgentZeroStoreError:
-        """The error a caller sees: the adapter's own typed one, else a corrupt index."""
-        if isinstance(self.cause, AgentZeroStoreError):
-            return self.cause
-        return SidecarCorruptError(f"the {kind} index failed: {self}")
 
 
 class Sidecar(Generic[P]):
@@ -159,7 +107,7 @@ class Sidecar(Generic[P]):
             except SidecarCorruptError as exc:
                 reason = exc.message
             except BaseException as exc:
-                if _is_fatal(exc):
+                if is_fatal(exc):
                     raise
                 reason = f"{self.index.kind} loader failed: {type(exc).__name__}: {exc}"
             replayed = 0
@@ -169,7 +117,7 @@ class Sidecar(Generic[P]):
                 except BaseException as exc:
                     # Source errors (damaged database, I/O) are the caller's to see; an
                     # index that chokes on replay is rebuilt.
-                    if _is_fatal(exc) or _is_store_error(exc):
+                    if is_fatal(exc) or is_store_error(exc):
                         raise
                     reason = f"replay failed: {type(exc).__name__}: {exc}"
             if reason is not None:
@@ -220,7 +168,7 @@ class Sidecar(Generic[P]):
                         progress(done, max(total, done))
                 self.applied_seq, self.covered_seq, self._pending = seq, 0, 0
                 self._replay()
-            except _IndexFailed as failed:
+            except IndexFailed as failed:
                 raise failed.public(self.index.kind) from failed.cause
             self._pending = max(self._pending, 1)  # nothing of this index is on disk yet
 
@@ -257,9 +205,9 @@ class Sidecar(Generic[P]):
                 try:
                     return query(self.index)
                 except BaseException as exc:
-                    if not _index_failure(exc):
+                    if not index_failure(exc):
                         raise
-                    failed = _IndexFailed(exc)
+                    failed = IndexFailed(exc)
                     if attempt == READ_TRIES:
                         raise failed.public(self.index.kind) from exc
                 attempt += 1
@@ -281,7 +229,7 @@ class Sidecar(Generic[P]):
                 return 0
             try:
                 n = self._replay()
-            except _IndexFailed as failed:
+            except IndexFailed as failed:
                 raise SidecarCorruptError(
                     f"the {self.index.kind} index failed applying changes: {failed}"
                 ) from failed.cause
@@ -331,13 +279,13 @@ class Sidecar(Generic[P]):
         return n
 
     def _apply(self, op: Callable[..., None], *args: Sequence[Any]) -> None:
-        """Call the index; its failure raises ``_IndexFailed`` (see there)."""
+        """Call the index; its failure raises ``IndexFailed`` (see there)."""
         try:
             op(*args)
         except BaseException as exc:
-            if not _index_failure(exc):
+            if not index_failure(exc):
                 raise
-            raise _IndexFailed(exc) from exc
+            raise IndexFailed(exc) from exc
 
     # ------------------------------------------------------------------ checkpoint
     def checkpoint(self, *, force: bool = False) -> None:
@@ -375,39 +323,12 @@ class Sidecar(Generic[P]):
 
     def _write_checkpoint(self) -> None:
         """``checkpoint``'s writes, under its locks: data files, then the manifest."""
-        seq, kind = self.applied_seq, self.index.kind
-        gen = f"{seq:012d}-{secrets.token_hex(4)}"
-        tree: str | None = None
-        if isinstance(self.index, KeepsFiles):
-            tree = f"{kind}-{gen}{TREE_SUFFIX}"
-            files = self._files.write_tree(tree, self.index.save)
-            keep = {tree}
-        else:
-            if not isinstance(self.index, SealsBytes):
-                raise TypeError(f"{self.index!r} is neither SealsBytes nor KeepsFiles")
-            files = self._files.write_sealed(
-                f"{kind}-{gen}", self.index.dump(), lambda name: self._aad(seq, name)
-            )
-            keep = {f["file"] for f in files.values()}
-        now = datetime.now(UTC).isoformat()
-        body: dict[str, Any] = {
-            "format": SIDECAR_FORMAT,
-            "kind": kind,
-            "store_id": self.source.store_id,
-            "covered_seq": seq,
-            "entries": self.index.count(),
-            "created_at": now,
-            "embedder": self._embedder_json(),
-            "params": dict(self.index.params()),
-            "files": files,
-        }
-        if tree is not None:
-            body["tree"] = tree
-        body["mac"] = self._files.mac(body)
-        # The commit point: after this rename the new checkpoint is the one on disk.
-        atomic_write(self.directory / MANIFEST, canonical(body) + b"\n", io=self._io)
+        seq = self.applied_seq
+        now, keep = checkpoints.write(
+            self._files, self.index, self.source, self.embedder, seq, io=self._io
+        )
         self.covered_seq, self._pending, self._last_checkpoint = seq, 0, now
-        self._files.remove_unreferenced(kind, keep)
+        self._files.remove_unreferenced(self.index.kind, keep)
 
     def close(self) -> None:
         """Release the index's working files, if it keeps any (checkpoints stay)."""
@@ -458,95 +379,19 @@ class Sidecar(Generic[P]):
         it), else None after the manifest's MAC and every data file's checksum and AES-GCM
         tag were checked. Raises ``SidecarCorruptError`` naming what is damaged.
         """
-        with self.lock, self._files.lock():
-            m = self._files.read_manifest()
-            for field in ("format", "kind", "store_id"):
-                want = {
-                    "format": SIDECAR_FORMAT,
-                    "kind": self.index.kind,
-                    "store_id": self.source.store_id,
-                }[field]
-                if m.get(field) != want:
-                    return m, field
-            seq, files = coverage(m)
-            if seq > (source_seq := self.source.source_seq()):
-                raise SidecarCorruptError(
-                    f"the checkpoint covers seq {seq}, beyond its source's {source_seq}"
-                )
-            if "tree" in m:
-                self._files.verify_tree(m["tree"], files)
-            else:
-                self._files.read_sealed(files, lambda name: self._aad(seq, name), in_place=False)
-            return m, None
+        with self.lock:
+            return checkpoints.verify(self._files, self.index, self.source)
 
     # ------------------------------------------------------------------ internals
-    def _aad(self, seq: int, name: str) -> bytes:
-        return data_aad(self.source.store_id, self.index.kind, seq, name)
-
-    def _embedder_json(self) -> dict[str, Any] | None:
-        if self.embedder is None:
-            return None
-        return {"model_id": self.embedder.model_id, "dimension": self.embedder.dimension}
-
     def _load_checkpoint(self) -> None:
-        with self._files.lock():
-            cleanup_temp_files(self.directory)  # a crash mid-write can leave these
-            m = self._files.read_manifest()
-            if (field := self._mismatch(m)) is not None:
-                raise SidecarCorruptError(f"the checkpoint has another {field}")
-            seq, files = coverage(m)
-            if seq > self.source.source_seq():
-                raise SidecarCorruptError("the checkpoint is ahead of its source")
-            index = self.index
-            buffers: dict[str, bytearray] = {}
-            plain: dict[str, bytes] = {}
-            if isinstance(index, KeepsFiles) != ("tree" in m):
-                raise SidecarCorruptError("the checkpoint has another layout")
-            if isinstance(index, KeepsFiles):
-                # Inside the lock: no other process removes the tree while it is linked.
-                tree = self._files.verify_tree(m["tree"], files)
-                self._files.remove_unreferenced(index.kind, {tree.name})
-                index.open_saved(tree)
-            else:
-                buffers, plain = self._files.read_sealed(
-                    files,
-                    lambda name: self._aad(seq, name),
-                    # An adapter that reads its checkpoint in place gets the plaintext
-                    # decrypted straight into buffers it may keep (see LoadsBuffers).
-                    in_place=isinstance(index, LoadsBuffers),
-                )
-                self._files.remove_unreferenced(index.kind, {f["file"] for f in files.values()})
-        # Only bytes that passed the MAC, the checksum and the AES-GCM tag get here.
-        if isinstance(index, LoadsBuffers):
-            index.load_buffers(buffers)
-        elif isinstance(index, SealsBytes):
-            index.load(plain)
-        del buffers, plain  # the adapter holds what it keeps of the plaintext
-        if self.index.count() != m.get("entries"):
-            raise SidecarCorruptError("the loaded index has a different entry count")
+        seq, created_at = checkpoints.load(self._files, self.index, self.source, self.embedder)
         self.applied_seq = self.covered_seq = seq
         self._pending = 0
-        self._last_checkpoint = m.get("created_at")
+        self._last_checkpoint = created_at
 
     def _mismatch(self, m: Mapping[str, Any]) -> str | None:
         """The first manifest field that does not fit this sidecar, or None."""
-        expect = {
-            "format": SIDECAR_FORMAT,
-            "kind": self.index.kind,
-            "store_id": self.source.store_id,
-            "embedder": self._embedder_json(),
-            "params": json.loads(canonical(dict(self.index.params()))),
-        }
-        for field, want in expect.items():
-            if m.get(field) != want:
-                return field
-        return None
-
-
-def _is_store_error(exc: BaseException) -> bool:
-    from ..base.errors import AgentZeroStoreError
-
-    return isinstance(exc, AgentZeroStoreError) and not isinstance(exc, SidecarCorruptError)
+        return checkpoints.mismatch(m, self.index, self.source, self.embedder)
 
 
 __all__ = ["READ_TRIES", "Sidecar"]
