@@ -3,7 +3,8 @@
 A ``memory.db`` that is missing, emptied or rolled back (a lost WAL, an older copy)
 while the acknowledgement ledger says it held more is refused (``SourceLossError``),
 before SQLite creates or migrates anything; ``agentzero store verify`` reads the same
-``memory_seq``.
+``memory_seq``. ``open_source`` is the memory store's open after the key header:
+ledger, check, migration.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from ..base.config import Layout, StoreConfig
 from ..storage.acks import Ledger
 from ..storage.fileio import translate_os_errors
 from ..storage.keys import StoreKeys
-from ..storage.sources import SourceGuard, Writer, judge_memory, loss_error
+from ..storage.lock import acquire_writer
+from ..storage.sources import SourceGuard, Writer, judge_memory, loss_error, open_ledger
 from ..storage.sqlcipher import Database
+from .schema import migrate
 
 
 def memory_seq(db: Database) -> int:
@@ -56,4 +59,37 @@ def open_memory_db(
 
 
 
-__all__ = ["memory_seq", "open_memory_db"]
+def open_source(
+    layout: Layout, keys: StoreKeys, config: StoreConfig
+) -> tuple[Database, SourceGuard]:
+    """``memory.db`` of an unlocked data dir, checked against the ledger and migrated.
+
+    The guard holds the open ledger (``guard.ledger``); when this raises, nothing is
+    left open.
+    """
+    # The ledger says what memory.db must hold: a missing, emptied or rolled-back file
+    # is refused here, before SQLite creates or migrates anything.
+    ledger = open_ledger(layout, keys, writable=True, flush_every=config.checkpoint_every)
+    try:
+        db, guard = open_memory_db(
+            layout,
+            keys,
+            config,
+            ledger,
+            lambda: acquire_writer(
+                layout.root, timeout=config.writer_lock_timeout_s, purpose="memory open"
+            ),
+        )
+    except BaseException:
+        ledger.close()
+        raise
+    try:
+        migrate(db, keys.store_id)
+    except BaseException:
+        db.close()
+        ledger.close()
+        raise
+    return db, guard
+
+
+__all__ = ["memory_seq", "open_memory_db", "open_source"]

@@ -27,14 +27,13 @@ from ..embed.vectors import Embedder, Vector, as_vector
 from ..storage.datadir import open_data_dir
 from ..storage.keys import StoreKeys
 from ..storage.lock import WriterLock, acquire_writer
-from ..storage.sources import SourceGuard, open_ledger
+from ..storage.sources import SourceGuard
 from ..storage.sqlcipher import Database
 from . import recall, write
 from .feed import Change, MemoryFeed
 from .records import MemoryEntry, MemoryHit, Scope, to_us
 from .rows import COLUMNS, positive, row_to_entry, scope_where
-from .schema import migrate
-from .source import open_memory_db
+from .source import open_source
 
 if TYPE_CHECKING:
     from ..sidecar.types import OpenReport, Progress, SidecarStatus
@@ -106,28 +105,7 @@ class SqliteMemoryStore:
             kdf=config.kdf,
             prompt=prompt,
         )
-        # The ledger says what memory.db must hold: a missing, emptied or rolled-back file
-        # is refused here, before SQLite creates or migrates anything.
-        ledger = open_ledger(layout, keys, writable=True, flush_every=config.checkpoint_every)
-        try:
-            db, guard = open_memory_db(
-                layout,
-                keys,
-                config,
-                ledger,
-                lambda: acquire_writer(
-                    layout.root, timeout=config.writer_lock_timeout_s, purpose="memory open"
-                ),
-            )
-        except BaseException:
-            ledger.close()
-            raise
-        try:
-            migrate(db, keys.store_id)
-        except BaseException:
-            db.close()
-            ledger.close()
-            raise
+        db, guard = open_source(layout, keys, config)
         store = cls(db, keys, layout.root, embedder=embedder, config=config, clock=clock or _utcnow)
         store._acks = guard
         if hnsw or (hnsw is None and layout.memory_hnsw.is_dir()):
