@@ -21,8 +21,6 @@ re-upserted) rows keep their slot until the next load or rebuild, which compacts
 
 from __future__ import annotations
 
-import json
-import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,12 +29,10 @@ import numpy.typing as npt
 
 from ..base.errors import SidecarCorruptError
 from .records import Scope
+from .scope_format import encode, has_duplicates, parse
 
 NO_EXPIRY = np.iinfo(np.int64).max
 FIELDS = ("org_id", "agent_id", "conversation_id")
-MAGIC = b"AZSCOPE\x00\x01"
-FORMAT = 1
-_LEN = struct.Struct("<Q")
 
 Want = tuple[int | None, int | None, int | None]
 """A resolved scope: the interned id of each given field, None where unconstrained."""
@@ -115,7 +111,7 @@ class ScopeMap:
         """Add rows (or replace rows already held, reviving deleted ones)."""
         self._sizes.clear()
         lab = np.asarray(labels, np.int64)
-        if _has_duplicates(lab):  # a label twice in one batch: last one wins
+        if has_duplicates(lab):  # a label twice in one batch: last one wins
             for i in range(len(lab)):
                 self.upsert(
                     labels[i : i + 1], scopes[i : i + 1], expires[i : i + 1], vectors[i : i + 1]
@@ -244,7 +240,7 @@ class ScopeMap:
     # ---------------------------------------------------------------- (de)serialisation
     def dump(self) -> bytes:
         """Live rows' labels, scope and expiry (not vectors: the HNSW state has them),
-        with the names still in use; explicit format, no pickle."""
+        with the names still in use (see ``scope_format``)."""
         live = np.flatnonzero(self._live[: self.size])
         scope = self._scope[live]
         names: list[list[str]] = []
@@ -256,19 +252,7 @@ class ScopeMap:
             by_id = {i: s for s, i in self._ids[f].items()}
             names.append([by_id[i] for i in used.tolist()])
             remapped[:, f] = renumber[scope[:, f]]
-        header = json.dumps(
-            {"format": FORMAT, "dim": self.dim, "count": len(live), "names": names}, sort_keys=True
-        ).encode()
-        return b"".join(
-            [
-                MAGIC,
-                _LEN.pack(len(header)),
-                header,
-                self._labels[live].tobytes(),
-                np.ascontiguousarray(remapped).tobytes(),
-                self._expires[live].tobytes(),
-            ]
-        )
+        return encode(self.dim, self._labels[live], remapped, self._expires[live], names)
 
     @classmethod
     def load(
@@ -283,7 +267,7 @@ class ScopeMap:
         Rows of the graph the map does not name (deleted ones) are dead slots. A map row
         the graph lacks, a duplicate name or an out-of-range value is corrupt.
         """
-        labels, scope, expires, names = _parse(blob, dim)
+        labels, scope, expires, names = parse(blob, dim)
         cur, n = len(graph_labels), len(labels)
         order = np.argsort(graph_labels, kind="stable")
         pos = np.searchsorted(graph_labels[order], labels.astype(np.uint64))
@@ -367,50 +351,6 @@ class ScopeMap:
             tail = np.zeros((max(tail_need, 2 * tail_cap, 16), self.dim), np.float32)
             tail[:tail_cap] = self._tail
             self._tail = tail
-
-
-def _parse(
-    blob: memoryview, dim: int
-) -> tuple[I64, npt.NDArray[np.int32], I64, list[list[str]]]:
-    """The labels, scope ids and expiries in ``blob``, plus the names, checked."""
-    head = len(MAGIC) + _LEN.size
-    if len(blob) < head or bytes(blob[: len(MAGIC)]) != MAGIC:
-        raise SidecarCorruptError("not a scope map (bad magic)")
-    (hlen,) = _LEN.unpack_from(blob, len(MAGIC))
-    try:
-        h = json.loads(bytes(blob[head : head + hlen]))
-        n, names = int(h["count"]), h["names"]
-        ok = (
-            h["format"] == FORMAT
-            and h["dim"] == dim
-            and n >= 0
-            and len(names) == 3
-            and all(isinstance(s, str) for ns in names for s in ns)
-        )
-    except (ValueError, KeyError, TypeError) as exc:
-        raise SidecarCorruptError("the scope map header is unreadable") from exc
-    body = blob[head + hlen :]
-    if not ok or len(body) != n * (8 + 12 + 8):
-        raise SidecarCorruptError("the scope map is inconsistent or truncated")
-    # Copies (28 bytes a row): the body is unaligned inside the checkpoint.
-    labels = np.frombuffer(body, np.int64, n, 0).copy()
-    scope = np.frombuffer(body, np.int32, 3 * n, 8 * n).reshape(n, 3).copy()
-    expires = np.frombuffer(body, np.int64, n, 20 * n).copy()
-    if n and (
-        labels.min() <= 0
-        or _has_duplicates(labels)
-        or scope.min() < 0
-        or any(int(scope[:, f].max()) >= len(names[f]) for f in range(3))
-    ):
-        raise SidecarCorruptError("the scope map holds out-of-range values")
-    return labels, scope, expires, names
-
-
-def _has_duplicates(a: I64) -> bool:
-    # Not len(np.unique(a)) != len(a): numpy 2.4's unique takes 0.1–0.2 s for 100k ints
-    # (measured here), a sort and a compare ~2 ms.
-    s = np.sort(a)
-    return bool(np.any(s[1:] == s[:-1]))
 
 
 __all__ = ["NO_EXPIRY", "ScopeMap", "Want"]
