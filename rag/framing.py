@@ -41,16 +41,8 @@ from agentzero_store.base.errors import SchemaVersionError
 from agentzero_store.storage.crypto import NONCE_BYTES, Sealer
 from agentzero_store.storage.keys import StoreKeys
 
-from .records import (
-    Entry,
-    LogHeader,
-    Op,
-    decode_entry,
-    decode_head,
-    decode_header,
-    encode_entry,
-    encode_header,
-)
+from .payload import decode_entry, decode_head, decode_header, encode_entry, encode_header
+from .records import Entry, LogHeader, Op
 
 _b64 = binascii.b2a_base64
 _crc32 = zlib.crc32

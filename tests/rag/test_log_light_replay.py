@@ -25,7 +25,8 @@ from rag.framing import (
 )
 from rag.log import DocumentLog
 from rag.maintenance import check_log
-from rag.records import DocumentRecord, Tombstone, decode_entry, decode_head, encode_entry
+from rag.payload import decode_entry, decode_head, encode_entry
+from rag.records import DocumentRecord, Tombstone
 
 from .conftest import line_spans
 
