@@ -21,7 +21,6 @@ import numpy as np
 from agentzero_store.base.config import Layout, StoreConfig
 from agentzero_store.base.errors import InvalidArgumentError, NoEmbedderError
 from agentzero_store.base.limits import check_limit, check_text
-from agentzero_store.base.ranking import rrf_fuse
 from agentzero_store.embed.vectors import Embedder, as_vector
 from agentzero_store.sidecar.hnsw import HnswIndex
 from agentzero_store.sidecar.types import Progress, SidecarStatus
@@ -40,7 +39,7 @@ from .files import DirReport
 from .folder import MAX_FILE_BYTES
 from .indexes import DocumentIndexes, vectors_fit
 from .log import DocumentLog
-from .query import MODES, DocumentHit, QueryMode, roll_up
+from .query import MODES, DocumentHit, QueryMode, fuse, hits, roll_up
 from .records import ChunkVectors, DocumentRecord, Upsert, content_hash
 
 log = logging.getLogger(__name__)
@@ -348,16 +347,8 @@ class DocumentStore:
             return self._hits(self._semantic_docs(text, limit), "semantic")
         n = limit * self.config.hybrid_candidates_factor
         bm25, sem = self._bm25_docs(text, n), self._semantic_docs(text, n)
-        best = {seq: (index, score) for seq, index, score in (*sem, *bm25)}
-        for seq, index, _ in bm25:  # prefer the keyword chunk: it holds the query's words
-            best[seq] = (index, best[seq][1])
-        fused = rrf_fuse(
-            {"bm25": [s for s, _, _ in bm25], "semantic": [s for s, _, _ in sem]},
-            k=self.config.rrf_k,
-            limit=limit,
-        )
-        rows = [(f.key, best[f.key][0], f.score) for f in fused]
-        return self._hits(rows, None, {f.key: f.ranks for f in fused})
+        rows, ranks = fuse(bm25, sem, rrf_k=self.config.rrf_k, limit=limit)
+        return self._hits(rows, None, ranks)
 
     def _bm25_docs(self, text: str, n: int) -> list[tuple[int, int, float]]:
         return roll_up(self.indexes.bm25_search(text, n * CANDIDATES_PER_DOC))[:n]
@@ -377,29 +368,7 @@ class DocumentStore:
         signal: str | None,
         ranks: Mapping[int, Mapping[str, int]] | None = None,
     ) -> list[DocumentHit]:
-        out: list[DocumentHit] = []
-        for rank, (seq, index, score) in enumerate(rows, start=1):
-            doc_id = self.log.doc_id_at(seq)
-            if self.log.seq_of(doc_id) != seq:
-                continue  # an older version (the index is re-checked against the log)
-            record = self.log.get(doc_id)
-            assert record is not None
-            chunk = self.indexes.text_feed.chunks_of(seq)[index]
-            out.append(
-                DocumentHit(
-                    id=doc_id,
-                    score=score,
-                    text=chunk.text,
-                    start=chunk.start,
-                    end=chunk.end,
-                    chunk=index,
-                    title=record.title,
-                    source_path=record.source_path,
-                    metadata=record.metadata,
-                    ranks=dict(ranks[seq]) if ranks else {signal or "": rank},
-                )
-            )
-        return out
+        return hits(self.log, self.indexes.text_feed, rows, signal, ranks)
 
     # ------------------------------------------------------------------ indexes
     def vector_coverage(self) -> tuple[int, int]:
