@@ -21,7 +21,7 @@ class KdfParams:
     p: int = 1  # parallelism
 
     def __post_init__(self) -> None:
-        # The bounds every keys.json is read with (limits.py): a store is never created
+        # The bounds every keys.json is read with (``limits``): a store is never created
         # with parameters it could not open again.
         problem = scrypt_problem(self.n, self.r, self.p)
         if problem is not None:
@@ -71,7 +71,7 @@ class Layout:
 
     @property
     def writer_lock(self) -> Path:
-        """The single-writer lock file (holder's pid, host and command; see ``ops.lock``)."""
+        """The single-writer lock file (holder's pid, host and command; see ``storage.lock``)."""
         return self.root / "writer.lock"
 
     @property

@@ -4,7 +4,7 @@ Every insert and delete in ``memory`` also writes a row of ``changes`` (its own 
 the same transaction). ``MemoryFeed`` reads that feed; the two ``Source`` adapters hand
 it to ``Sidecar``: ``MemoryVectorSource`` with the float32 vector bytes only, and
 ``MemoryItemSource`` with the vector plus the row's scope and expiry (what the memory
-index needs to filter candidates without reading rows; see ``memory_index.py``).
+index needs to filter candidates without reading rows; see ``index``).
 """
 
 from __future__ import annotations

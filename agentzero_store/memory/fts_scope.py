@@ -11,7 +11,7 @@ A token is the field letter and the decimal digits of a BLAKE2b-64 hash of the v
 digits only, so the ``porter`` stemmer never rewrites it and ``unicode61`` never splits it,
 whatever the value holds. The scope column has weight 0 in ``bm25()``, so ranking is the
 same as over ``content`` alone. A hash collision could only add rows from another scope to
-the candidates; the final rows are always re-checked in SQL (``memory_recall.read_hits``),
+the candidates; the final rows are always re-checked in SQL (``recall.read_hits``),
 so it can never leak them. Everything lives inside SQLCipher, like the content itself.
 """
 

@@ -4,7 +4,7 @@
 the index through the change feed (``Sidecar.catch_up``), the same path that replays
 after a crash or picks up another process's writes, so there is one way in. The index
 is a ``MemoryIndex``: the HNSW graph plus an in-memory scope map (see
-``memory_index.py``), so recall picks and filters rows without reading SQLCipher; the
+``index``), so recall picks and filters rows without reading SQLCipher; the
 caller reads and re-checks only the final ``k`` rows.
 
 If anything about the index fails — a native error, the directory deleted under a

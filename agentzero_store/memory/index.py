@@ -3,7 +3,7 @@
 ``MemoryIndex`` is one ``SidecarIndex[MemoryItem]``: every insert and delete of the
 change feed reaches the HNSW graph and the ``ScopeMap`` in the same replay step, under
 the sidecar's lock, so the two never disagree. Its checkpoint holds both (the graph as
-``hnsw_index`` writes it, the map's labels/scope/expiry beside it); the map's vectors
+``sidecar.hnsw`` writes it, the map's labels/scope/expiry beside it); the map's vectors
 are not stored twice: on load it reads them in place from the graph's state in the
 decrypted checkpoint, which it keeps (``LoadsBuffers``).
 

@@ -71,7 +71,7 @@ class MemoryEntry:
         _check_aware("expires_at", self.expires_at)
         _check_aware("created_at", self.created_at)
         if self.metadata:  # the common empty case needs no encoding
-            metadata_json(self.metadata)  # JSON only, no NaN, bounded (see limits.py)
+            metadata_json(self.metadata)  # JSON only, no NaN, bounded (see ``base.limits``)
         elif not isinstance(self.metadata, Mapping):
             raise InvalidArgumentError("metadata must be a JSON object (a mapping)")
 

@@ -73,7 +73,7 @@ if (
     )
     != _ENTRY_FIELDS
 ):  # pragma: no cover - caught by any test
-    raise ImportError("memory_rows.row_to_entry does not set every MemoryEntry field")
+    raise ImportError("rows.row_to_entry does not set every MemoryEntry field")
 
 
 def positive(n: int) -> int:

@@ -59,7 +59,7 @@ MIGRATIONS: tuple[str, ...] = (
         SELECT label, embedding FROM memory WHERE embedding IS NOT NULL ORDER BY label;
     ALTER TABLE memory DROP COLUMN embedding;
     """,
-    # v3: each FTS5 row also carries its scope as tokens (see fts_scope.py), so keyword
+    # v3: each FTS5 row also carries its scope as tokens (see ``fts_scope``), so keyword
     # recall ANDs the scope into the MATCH and scores only the scope's rows instead of
     # joining every match to its memory row. The index is rebuilt from ``memory`` in the
     # migration's one transaction; secure_delete zeroes the old one's pages.

@@ -80,7 +80,7 @@ def _link(src: Path, dst: Path) -> None:
 
 
 class BlindedBm25Index(TantivyBm25):
-    """A ``SidecarIndex[str]`` that keeps its files itself (``sidecar_types.KeepsFiles``)."""
+    """A ``SidecarIndex[str]`` that keeps its files itself (``types.KeepsFiles``)."""
 
     def __init__(self, directory: Path, key: bytes, *, heap_bytes: int = HEAP_BYTES) -> None:
         super().__init__(schema(TOKENIZER), heap_bytes=heap_bytes)

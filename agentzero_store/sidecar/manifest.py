@@ -3,11 +3,11 @@
 ``manifest.json`` names each data file with its sha256 and carries an HMAC over all of it
 (keyed from the sidecar subkey); every data file is sealed with AES-256-GCM, bound to the
 store, the index kind, the checkpoint's seq and the file's role. An adapter whose library
-reads its own files (``sidecar_types.KeepsFiles``: blinded Tantivy) checkpoints a
+reads its own files (``types.KeepsFiles``: blinded Tantivy) checkpoints a
 directory instead, ``<kind>-<gen>.tree/``, whose files are not sealed (they hold no
 plaintext) but each named with its sha256 in the same authenticated manifest. Sidecar files are
 untrusted input: everything here is checked BEFORE an index library sees a byte, because
-hnswlib and tantivy can crash or misread on bad files. ``sidecar.Sidecar`` decides when to
+hnswlib and tantivy can crash or misread on bad files. ``mechanism.Sidecar`` decides when to
 load, write and rebuild; this module only reads, verifies and seals the files.
 """
 
@@ -123,7 +123,7 @@ class CheckpointFiles:
 
     def read_data_buffer(self, name: str, f: Any, aad: bytes) -> bytearray:
         """``read_data_file`` into a ``bytearray``, for adapters that read their
-        checkpoint in place (``sidecar_types.LoadsBuffers``).
+        checkpoint in place (``types.LoadsBuffers``).
 
         Streamed: the file is read once in chunks that are hashed and decrypted while
         still in cache, into one preallocated buffer (the sealed bytes are never held

@@ -1,7 +1,7 @@
 """The interface of the sidecar mechanism: what a source and an index adapter provide.
 
 ``Source`` is the truth a sidecar is derived from; ``SidecarIndex`` adapts one index
-library (hnswlib, tantivy, ...). ``sidecar.Sidecar`` drives both. See ``sidecar.py``.
+library (hnswlib, tantivy, ...). ``mechanism.Sidecar`` drives both.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A credential is an argument, an environment variable (``AGENTZERO_PASSPHRASE``,
 ``AGENTZERO_DATA_KEY``, ``AGENTZERO_KEY_FILE``), a 0600 key file or a TTY prompt. It only
-*opens* the key header; what it unwraps and how lives in ``keys.py``. Nothing in this
+*opens* the key header; what it unwraps and how lives in ``keys``. Nothing in this
 module logs or reprs a secret.
 """
 
