@@ -1,7 +1,9 @@
 """Storage: how bytes reach the disk, and under which keys.
 
 - ``credentials``: resolving the one credential (passphrase, raw key, key file);
-- ``keys``: the key header ``keys.json``, its slots and the per-purpose subkeys;
+- ``key_header``: the key header ``keys.json`` (format, checks, durable replacement);
+- ``keys``: its slots, the master key they wrap, and the per-purpose subkeys;
+- ``datadir``: opening a data dir, the first step of every store's open;
 - ``crypto``: AES-256-GCM sealing;
 - ``fileio``: the durable-file seam (atomic replace, fsync, fault injection);
 - ``sqlcipher``: opening SQLCipher databases safely;
