@@ -3,7 +3,9 @@
 - ``verify``: check every page, record and checkpoint; findings with the fixing command;
 - ``backup``: consistent, encrypted online snapshots, and restore into a new dir;
 - ``keyops``: change the passphrase, export a recovery key (rewrap only);
-- ``rotate``: a new master key for every byte, crash-safe and resumable.
+- ``rotate``: a new master key for every byte, crash-safe and resumable;
+- ``accept_loss``: accept a source that holds less than was acknowledged, and go on;
+- ``reembed``: re-embed both stores with another embedder, switching each atomically.
 
 Like the CLI, this layer composes the memory store and the document log; the document
 log's half of each operation lives in ``rag.maintenance`` and is imported lazily.
