@@ -26,9 +26,11 @@ test-all: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check agentzero_store rag tests scripts benchmarks
 	$(VENV)/bin/mypy
+	# The layer contracts in pyproject.toml (docs/architecture.md): a wrong import fails.
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py --quick
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -1,9 +1,12 @@
-"""agentzero_store: an embeddable, encrypted, local-first memory and RAG store."""
+"""agentzero_store: an embeddable, encrypted, local-first memory and RAG store.
 
-from .config import KdfParams, StoreConfig
-from .credentials import Credential, generate_key_file
-from .embeddings import Embedder, LocalEmbedder
-from .errors import (
+This module names the public API and composes the layers where a lower one needs a
+higher one (see docs/architecture.md). Python runs it before any submodule of the
+package can be imported, so what it plugs in holds in every process.
+"""
+
+from .base.config import KdfParams, StoreConfig
+from .base.errors import (
     AgentZeroStoreError,
     CorruptStoreError,
     CredentialRequiredError,
@@ -24,10 +27,18 @@ from .errors import (
     TamperedRecordError,
     WrongKeyError,
 )
-from .memory import SqliteMemoryStore
-from .records import MemoryEntry, MemoryHit
+from .base.version import __version__ as __version__
+from .embed.local import LocalEmbedder
+from .embed.vectors import Embedder
+from .memory.records import MemoryEntry, MemoryHit
+from .memory.store import SqliteMemoryStore
+from .ops.rotate import resume_rotation
+from .storage.credentials import Credential, generate_key_file
+from .storage.datadir import install_rotation_resumer
 
-__version__ = "0.1.0"
+# Every store's open starts with storage.datadir.open_data_dir, which finishes a key
+# rotation a crash interrupted; rotation is an operation of ops/, above the stores.
+install_rotation_resumer(resume_rotation)
 
 __all__ = [
     "AgentZeroStoreError",

@@ -19,7 +19,7 @@ import numpy as np
 from _harness import Figure, median, pct
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig
-from agentzero_store.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 from rag import DocumentStore
 
 GROUP = "ledger"

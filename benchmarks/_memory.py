@@ -27,7 +27,7 @@ from _harness import Figure, median, paired, pct, timed
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig
-from agentzero_store.recall import fts5_query
+from agentzero_store.base.ranking import fts5_query
 
 GROUP = "memory"
 BATCH = 1_000  # entries per append_many (one transaction)

@@ -20,8 +20,8 @@ from _data import Beir, load_beir, ndcg_at_10, scifact_present, subset, texts, v
 from _harness import Figure, Skipped, median, paired, pct
 
 from agentzero_store import LocalEmbedder, StoreConfig
-from agentzero_store.bm25_blinded import BlindedBm25Index
-from agentzero_store.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
+from agentzero_store.sidecar.bm25_blinded import BlindedBm25Index
 from rag import DocInput, DocumentStore
 from rag.chunking import DEFAULT_PARAMS, chunk_text
 

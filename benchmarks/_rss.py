@@ -74,7 +74,7 @@ def _child_raw(index: str, n: int) -> dict[str, Any]:
 def _child_docs(data: str, terms: str, key_hex: str) -> dict[str, Any]:
     """A document store opened read-only (as ``agentzero rag query`` does), 3 queries."""
     from agentzero_store import StoreConfig
-    from agentzero_store.config import FAST_KDF_FOR_TESTS
+    from agentzero_store.base.config import FAST_KDF_FOR_TESTS
     from rag import DocumentStore
 
     base = _rss_mib()[0]

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.keys import StoreKeys
 from rag.log import DocumentLog
 from rag.records import Upsert
 

@@ -33,7 +33,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig  # noqa: E402
-from agentzero_store.config import FAST_KDF_FOR_TESTS  # noqa: E402
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS  # noqa: E402
 
 DIM = 384
 

@@ -30,9 +30,9 @@ from typing import Any
 
 from cryptography.exceptions import InvalidTag
 
-from agentzero_store.crypto import Sealer
-from agentzero_store.fileio import DEFAULT_IO, FileIO, atomic_write
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.crypto import Sealer
+from agentzero_store.storage.fileio import DEFAULT_IO, FileIO, atomic_write
+from agentzero_store.storage.keys import StoreKeys
 
 from .records import Op
 from .replay import Slot

@@ -20,7 +20,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from agentzero_store.errors import InvalidArgumentError
+from agentzero_store.base.errors import InvalidArgumentError
 
 _WORD = re.compile(r"\S+")
 

@@ -14,8 +14,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
-from agentzero_store.errors import InvalidArgumentError
-from agentzero_store.sidecar import Change
+from agentzero_store.base.errors import InvalidArgumentError
+from agentzero_store.sidecar.types import Change
 
 from .chunking import Chunk, ChunkParams, chunk_text
 from .log import DocumentLog

@@ -8,13 +8,14 @@ and the rest of the directory is ingested.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from agentzero_store.errors import InvalidArgumentError
+from agentzero_store.base.errors import InvalidArgumentError
 
+from .documents import DocInput, IngestResult
 from .folder import (
     DEFAULT_SOURCE_IO,
     MAX_FILE_BYTES,
@@ -26,12 +27,10 @@ from .folder import (
     is_document,
 )
 
-if TYPE_CHECKING:
-    from .store import DocInput, DocumentStore, IngestResult
-
 __all__ = [
     "BATCH",
     "DirReport",
+    "Ingests",
     "doc_id_for",
     "document_of",
     "ingest_dir",
@@ -43,6 +42,19 @@ __all__ = [
 ]
 
 BATCH = 64  # documents per group commit
+
+
+class Ingests(Protocol):
+    """What a directory ingest needs of a document store (``DocumentStore`` is one)."""
+
+    @property
+    def log(self) -> Container[str]:
+        """The ids of the live documents (``doc_id in log``)."""
+        ...
+
+    def ingest_many(self, docs: Iterable[DocInput]) -> list[IngestResult]:
+        """Ingest ``docs`` in one group commit."""
+        ...
 
 
 def doc_id_for(path: Path, root: Path | None) -> str:
@@ -61,8 +73,6 @@ def title_of(text: str, path: Path) -> str:
 
 def document_of(f: SourceFile, text: str, doc_id: str | None = None) -> DocInput:
     """The ``DocInput`` of a checked file's text (source: where the file was found)."""
-    from .store import DocInput
-
     return DocInput(
         id=doc_id or f.id, text=text, title=title_of(text, f.path), source_path=str(f.path)
     )
@@ -130,7 +140,7 @@ def scan_dir(
 
 
 def ingest_scan(
-    store: DocumentStore, scan: DirScan, progress: Callable[[int], None] | None = None
+    store: Ingests, scan: DirScan, progress: Callable[[int], None] | None = None
 ) -> DirReport:
     """Read and ingest the files of ``scan`` in group commits; a bad file costs only itself.
 
@@ -173,7 +183,7 @@ def ingest_scan(
 
 
 def _ingest(
-    store: DocumentStore, docs: list[DocInput]
+    store: Ingests, docs: list[DocInput]
 ) -> tuple[list[IngestResult], list[FileIssue]]:
     """``ingest_many``; a batch the store refuses is halved until the refused files are found.
 
@@ -193,7 +203,7 @@ def _ingest(
 
 
 def ingest_dir(
-    store: DocumentStore,
+    store: Ingests,
     root: Path | str,
     progress: Callable[[int], None] | None = None,
     *,

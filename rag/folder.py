@@ -30,12 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentzero_store.errors import (
-    AgentZeroStoreError,
-    InvalidArgumentError,
-    StoreIOError,
-)
-from agentzero_store.fileio import TMP_MARKER
+from agentzero_store.base.errors import AgentZeroStoreError, InvalidArgumentError, StoreIOError
+from agentzero_store.storage.fileio import TMP_MARKER
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 

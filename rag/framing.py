@@ -37,20 +37,12 @@ from typing import BinaryIO
 
 from cryptography.exceptions import InvalidTag
 
-from agentzero_store.crypto import NONCE_BYTES, Sealer
-from agentzero_store.errors import SchemaVersionError
-from agentzero_store.keys import StoreKeys
+from agentzero_store.base.errors import SchemaVersionError
+from agentzero_store.storage.crypto import NONCE_BYTES, Sealer
+from agentzero_store.storage.keys import StoreKeys
 
-from .records import (
-    Entry,
-    LogHeader,
-    Op,
-    decode_entry,
-    decode_head,
-    decode_header,
-    encode_entry,
-    encode_header,
-)
+from .payload import decode_entry, decode_head, decode_header, encode_entry, encode_header
+from .records import Entry, LogHeader, Op
 
 _b64 = binascii.b2a_base64
 _crc32 = zlib.crc32

@@ -1,7 +1,7 @@
 """The document store's derived indexes: BM25 always, HNSW with an embedder.
 
 Both are ``Sidecar``s (sealed checkpoints, replay, rebuild: see
-``agentzero_store.sidecar``) fed by a ``ChunkFeed`` over the document log. The BM25
+``agentzero_store.sidecar.mechanism``) fed by a ``ChunkFeed`` over the document log. The BM25
 sidecar (Tantivy) indexes title + text of every chunk. The HNSW sidecar indexes the chunk
 vectors sealed inside the log records, so a lost index is rebuilt without re-embedding;
 a record embedded with another model, dimension or chunking has no vectors for it.
@@ -16,15 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentzero_store.bm25_blinded import BlindedBm25Index
-from agentzero_store.bm25_index import SealedBm25Index, TantivyBm25
-from agentzero_store.config import Layout, StoreConfig
-from agentzero_store.embeddings import Embedder
-from agentzero_store.errors import InvalidArgumentError, SidecarCorruptError
-from agentzero_store.fileio import FileIO
-from agentzero_store.hnsw_index import HnswIndex
-from agentzero_store.keys import StoreKeys
-from agentzero_store.sidecar import EmbedderInfo, Progress, Sidecar, SidecarStatus
+from agentzero_store.base.config import Layout, StoreConfig
+from agentzero_store.base.errors import InvalidArgumentError, SidecarCorruptError
+from agentzero_store.embed.vectors import Embedder
+from agentzero_store.sidecar.bm25 import SealedBm25Index, TantivyBm25
+from agentzero_store.sidecar.bm25_blinded import BlindedBm25Index
+from agentzero_store.sidecar.hnsw import HnswIndex
+from agentzero_store.sidecar.mechanism import Sidecar
+from agentzero_store.sidecar.types import EmbedderInfo, Progress, SidecarStatus
+from agentzero_store.storage.fileio import FileIO
+from agentzero_store.storage.keys import StoreKeys
 
 from .chunking import Chunk, ChunkParams
 from .feed import ChunkCache, ChunkFeed

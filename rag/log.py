@@ -49,14 +49,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from agentzero_store.acks import SourceState
-from agentzero_store.errors import (
+from agentzero_store.base.errors import (
     CorruptStoreError,
     InvalidArgumentError,
     StoreIOError,
     StoreNotFoundError,
 )
-from agentzero_store.fileio import (
+from agentzero_store.storage.acks import SourceState
+from agentzero_store.storage.fileio import (
     DEFAULT_IO,
     AppendFile,
     FileIO,
@@ -64,8 +64,8 @@ from agentzero_store.fileio import (
     cleanup_temp_files,
     translate_os_errors,
 )
-from agentzero_store.keys import StoreKeys
-from agentzero_store.sources import SourceGuard, judge_documents, loss_error
+from agentzero_store.storage.keys import StoreKeys
+from agentzero_store.storage.sources import SourceGuard, judge_documents, loss_error
 
 from . import catalog
 from .catalog import CatalogFile

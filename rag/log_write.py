@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from agentzero_store.errors import InvalidArgumentError, StoreLockedError
-from agentzero_store.fileio import FileIO, translate_os_errors
+from agentzero_store.base.errors import InvalidArgumentError, StoreLockedError
+from agentzero_store.storage.fileio import FileIO, translate_os_errors
 
 from .framing import LogCodec
 from .records import Change, Delete, DocumentRecord, Entry, Tombstone, Upsert, content_hash

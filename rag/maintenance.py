@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentzero_store.errors import CorruptStoreError
-from agentzero_store.fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
-from agentzero_store.keys import StoreKeys
+from agentzero_store.base.errors import CorruptStoreError
+from agentzero_store.storage.fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
+from agentzero_store.storage.keys import StoreKeys
 
 from .framing import DamagedLine, LogCodec, iter_raw_lines, new_generation, parse_frame
 from .log import DocumentLog

@@ -31,9 +31,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentzero_store.errors import CorruptStoreError
-from agentzero_store.fileio import FileIO, atomic_write, translate_os_errors
-from agentzero_store.sources import LogKind
+from agentzero_store.base.errors import CorruptStoreError
+from agentzero_store.storage.fileio import FileIO, atomic_write, translate_os_errors
+from agentzero_store.storage.sources import LogKind
 
 from .framing import LogCodec, iter_raw_lines, new_generation
 from .records import DocumentRecord, Entry, LogHeader, content_hash

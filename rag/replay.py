@@ -21,7 +21,7 @@ from typing import BinaryIO, NamedTuple, Protocol
 
 from cryptography.exceptions import InvalidTag
 
-from agentzero_store.errors import CorruptStoreError, TamperedRecordError
+from agentzero_store.base.errors import CorruptStoreError, TamperedRecordError
 
 from .framing import DamagedLine, LogCodec, RawLine, check_format, parse_frame
 from .records import DocumentRecord, Entry, LogHeader, Op, PayloadError

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 
-from agentzero_store.errors import CorruptStoreError, SchemaVersionError, StoreExistsError
-from agentzero_store.fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
-from agentzero_store.keys import StoreKeys
+from agentzero_store.base.errors import CorruptStoreError, SchemaVersionError, StoreExistsError
+from agentzero_store.storage.fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
+from agentzero_store.storage.keys import StoreKeys
 
 from .framing import (
     DamagedLine,

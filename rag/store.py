@@ -12,76 +12,39 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from agentzero_store.acks import Ledger
-from agentzero_store.config import Layout, StoreConfig
-from agentzero_store.embeddings import Embedder, as_vector
-from agentzero_store.errors import InvalidArgumentError, NoEmbedderError
-from agentzero_store.fileio import DEFAULT_IO, FileIO
-from agentzero_store.hnsw_index import HnswIndex
-from agentzero_store.keys import StoreKeys, open_data_dir
-from agentzero_store.limits import check_limit, check_optional_text, check_text, metadata_json
-from agentzero_store.ops.lock import WriterLock, acquire_writer
-from agentzero_store.recall import rrf_fuse
-from agentzero_store.sidecar import Progress, SidecarStatus
-from agentzero_store.sources import SourceGuard, open_ledger
+from agentzero_store.base.config import Layout, StoreConfig
+from agentzero_store.base.errors import InvalidArgumentError, NoEmbedderError
+from agentzero_store.base.limits import check_limit, check_text
+from agentzero_store.embed.vectors import Embedder, as_vector
+from agentzero_store.sidecar.hnsw import HnswIndex
+from agentzero_store.sidecar.types import Progress, SidecarStatus
+from agentzero_store.storage.acks import Ledger
+from agentzero_store.storage.datadir import open_data_dir
+from agentzero_store.storage.fileio import DEFAULT_IO, FileIO
+from agentzero_store.storage.keys import StoreKeys
+from agentzero_store.storage.lock import WriterLock, acquire_writer
+from agentzero_store.storage.sources import SourceGuard, open_ledger
 
+from . import files
 from .chunking import DEFAULT_PARAMS, Chunk, ChunkParams, chunk_text
+from .documents import DocInput, IngestResult
 from .feed import check_chunk_count
+from .files import DirReport
 from .folder import MAX_FILE_BYTES
 from .indexes import DocumentIndexes, vectors_fit
 from .log import DocumentLog
-from .query import MODES, DocumentHit, QueryMode, roll_up
+from .query import MODES, DocumentHit, QueryMode, fuse, hits, roll_up
 from .records import ChunkVectors, DocumentRecord, Upsert, content_hash
-
-if TYPE_CHECKING:
-    from .files import DirReport
 
 log = logging.getLogger(__name__)
 
 CANDIDATES_PER_DOC = 8  # chunk hits asked of an index per document wanted
-
-
-@dataclass(frozen=True)
-class IngestResult:
-    """What ingesting one document did."""
-
-    id: str
-    seq: int | None  # the log seq written; None when unchanged
-    chunks: int
-    changed: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class DocInput:
-    """One document to ingest."""
-
-    id: str
-    text: str
-    title: str | None = None
-    source_path: str | None = None
-    metadata: Mapping[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        # Checked here, before chunking, hashing or embedding touch the text: a lone
-        # surrogate cannot be encoded, and NaN or oversized metadata cannot be stored.
-        check_optional_text("document id", self.id)
-        if isinstance(self.text, str):  # a missing text is named by ingest_many
-            check_text("document text", self.text)
-        check_optional_text("title", self.title)
-        check_optional_text("source_path", self.source_path)
-        if self.metadata:
-            metadata_json(self.metadata)
 
 
 class DocumentStore:
@@ -314,9 +277,7 @@ class DocumentStore:
         before reading) or not UTF-8 is refused (``InvalidArgumentError``); an OS error
         is a ``StoreIOError``.
         """
-        from .files import read_document
-
-        d = read_document(Path(path), doc_id=doc_id, max_bytes=max_bytes)
+        d = files.read_document(Path(path), doc_id=doc_id, max_bytes=max_bytes)
         return self.ingest_many([d])[0]
 
     def ingest_dir(
@@ -332,9 +293,7 @@ class DocumentStore:
         skipped; a file over ``max_bytes``, not UTF-8 or unreadable fails alone. The
         report lists each such path with a reason (``skipped`` and ``failed``).
         """
-        from .files import ingest_dir
-
-        return ingest_dir(self, Path(root), progress, max_bytes=max_bytes)
+        return files.ingest_dir(self, Path(root), progress, max_bytes=max_bytes)
 
     def delete(self, doc_id: str) -> bool:
         """Delete a document (a tombstone in the log). True if it existed."""
@@ -388,16 +347,8 @@ class DocumentStore:
             return self._hits(self._semantic_docs(text, limit), "semantic")
         n = limit * self.config.hybrid_candidates_factor
         bm25, sem = self._bm25_docs(text, n), self._semantic_docs(text, n)
-        best = {seq: (index, score) for seq, index, score in (*sem, *bm25)}
-        for seq, index, _ in bm25:  # prefer the keyword chunk: it holds the query's words
-            best[seq] = (index, best[seq][1])
-        fused = rrf_fuse(
-            {"bm25": [s for s, _, _ in bm25], "semantic": [s for s, _, _ in sem]},
-            k=self.config.rrf_k,
-            limit=limit,
-        )
-        rows = [(f.key, best[f.key][0], f.score) for f in fused]
-        return self._hits(rows, None, {f.key: f.ranks for f in fused})
+        rows, ranks = fuse(bm25, sem, rrf_k=self.config.rrf_k, limit=limit)
+        return self._hits(rows, None, ranks)
 
     def _bm25_docs(self, text: str, n: int) -> list[tuple[int, int, float]]:
         return roll_up(self.indexes.bm25_search(text, n * CANDIDATES_PER_DOC))[:n]
@@ -417,29 +368,7 @@ class DocumentStore:
         signal: str | None,
         ranks: Mapping[int, Mapping[str, int]] | None = None,
     ) -> list[DocumentHit]:
-        out: list[DocumentHit] = []
-        for rank, (seq, index, score) in enumerate(rows, start=1):
-            doc_id = self.log.doc_id_at(seq)
-            if self.log.seq_of(doc_id) != seq:
-                continue  # an older version (the index is re-checked against the log)
-            record = self.log.get(doc_id)
-            assert record is not None
-            chunk = self.indexes.text_feed.chunks_of(seq)[index]
-            out.append(
-                DocumentHit(
-                    id=doc_id,
-                    score=score,
-                    text=chunk.text,
-                    start=chunk.start,
-                    end=chunk.end,
-                    chunk=index,
-                    title=record.title,
-                    source_path=record.source_path,
-                    metadata=record.metadata,
-                    ranks=dict(ranks[seq]) if ranks else {signal or "": rank},
-                )
-            )
-        return out
+        return hits(self.log, self.indexes.text_feed, rows, signal, ranks)
 
     # ------------------------------------------------------------------ indexes
     def vector_coverage(self) -> tuple[int, int]:

@@ -42,8 +42,10 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from agentzero_store.errors import AgentZeroStoreError
+from agentzero_store.base.errors import AgentZeroStoreError
 
+from .debounce import DEBOUNCE, MAX_DELAY, Debouncer
+from .documents import DocInput
 from .files import BATCH, doc_id_for, document_of
 from .folder import (
     DEFAULT_SOURCE_IO,
@@ -54,12 +56,10 @@ from .folder import (
     SourceIO,
     is_document,
 )
-from .store import DocInput, DocumentStore
+from .store import DocumentStore
 
 log = logging.getLogger(__name__)
 
-DEBOUNCE = 0.3  # seconds a path must be quiet before it is looked at again
-MAX_DELAY = 5.0  # seconds: a file written without pause is still synced this often
 POLL = 0.2  # seconds: longest sleep of the loop, so a stop request is seen promptly
 
 # Events that can change what a path holds. Opened / closed-without-write are left out
@@ -103,57 +103,6 @@ class Change:
 
     def __str__(self) -> str:
         return f"{self.event} {self.id}" + (f" ({self.reason})" if self.reason else "")
-
-
-class Debouncer:
-    """Paths waiting for a quiet period, coalesced (thread-safe; the clock is injected).
-
-    A path is due once no event touched it for ``delay`` seconds, or ``max_delay``
-    seconds after its first event, so a file appended to without pause still syncs.
-    """
-
-    def __init__(
-        self,
-        delay: float = DEBOUNCE,
-        max_delay: float = MAX_DELAY,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.delay, self.max_delay, self.clock = delay, max_delay, clock
-        self._lock = threading.Lock()
-        self._pending: dict[Path, tuple[float, float, bool]] = {}  # first, last, is_dir
-
-    def add(self, path: Path, is_dir: bool = False) -> None:
-        """Note an event on ``path`` (restarts its quiet period)."""
-        now = self.clock()
-        with self._lock:
-            first, _, was_dir = self._pending.get(path, (now, now, False))
-            self._pending[path] = (first, now, is_dir or was_dir)
-
-    def _due_at(self, first: float, last: float) -> float:
-        return min(last + self.delay, first + self.max_delay)
-
-    def pop_due(self) -> dict[Path, bool]:
-        """Remove and return the paths whose quiet period is over (path → is_dir)."""
-        now = self.clock()
-        with self._lock:
-            due = {p: v for p, v in self._pending.items() if self._due_at(v[0], v[1]) <= now}
-            for p in due:
-                del self._pending[p]
-        return {p: v[2] for p, v in due.items()}
-
-    def next_due_in(self) -> float | None:
-        """Seconds until the next path is due (0 if one is), None when nothing waits."""
-        now = self.clock()
-        with self._lock:
-            if not self._pending:
-                return None
-            return max(
-                0.0, min(self._due_at(f, last) for f, last, _ in self._pending.values()) - now
-            )
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._pending)
 
 
 class FolderSync:

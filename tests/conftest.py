@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from agentzero_store import LocalEmbedder, SqliteMemoryStore, StoreConfig
-from agentzero_store.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 
 PASSPHRASE = "correct horse battery staple"
 FAST = StoreConfig(kdf=FAST_KDF_FOR_TESTS)

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig
-from agentzero_store.config import FAST_KDF_FOR_TESTS
-from agentzero_store.keys import Credential
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 from agentzero_store.ops import change_passphrase, rotate_keys
+from agentzero_store.storage.credentials import Credential
 from rag.store import DocumentStore
 
 PASSPHRASE = "crash pass 0"

@@ -23,10 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.config import Layout
-from agentzero_store.errors import AgentZeroStoreError, WrongKeyError
-from agentzero_store.keys import Credential, unlock
+from agentzero_store.base.config import Layout
+from agentzero_store.base.errors import AgentZeroStoreError, WrongKeyError
 from agentzero_store.ops import verify_store
+from agentzero_store.storage.credentials import Credential
+from agentzero_store.storage.keys import unlock
 from rag.store import DocumentStore
 
 from .crash_child import FAST, PASSPHRASE, SCENARIOS, passphrase

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig
-from agentzero_store.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 
 KEY = bytes(range(32))
 FAST = StoreConfig(kdf=FAST_KDF_FOR_TESTS)

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentzero_store.acks import (
+from agentzero_store.base.errors import CorruptStoreError
+from agentzero_store.storage.acks import (
     HEADER_BYTES,
     LEDGER_BYTES,
     SLOT_BYTES,
@@ -18,7 +19,6 @@ from agentzero_store.acks import (
     SourceState,
     create_ledger,
 )
-from agentzero_store.errors import CorruptStoreError
 
 KEY, SID = os.urandom(32), "s" * 32
 

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from agentzero_store import DimensionMismatchError, MemoryEntry, SqliteMemoryStore
-from agentzero_store.api_embedder import (
+from agentzero_store.embed.api import (
     ApiEmbedder,
     EmbedderAuthError,
     EmbedderModelError,
     EmbedderUnavailableError,
 )
-from agentzero_store.embeddings import embedder_from_env
+from agentzero_store.embed.factory import embedder_from_env
 
 from .conftest import FAST, PASSPHRASE
 

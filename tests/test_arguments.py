@@ -21,10 +21,10 @@ from agentzero_store import (
     MemoryEntry,
     SqliteMemoryStore,
 )
-from agentzero_store.embeddings import as_vector, as_vectors
-from agentzero_store.limits import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, MAX_RESULTS
-from agentzero_store.limits import MAX_TTL_SECONDS as MAX_TTL
-from agentzero_store.mcp_server import ToolHost
+from agentzero_store.agent.mcp import ToolHost
+from agentzero_store.base.limits import MAX_METADATA_BYTES, MAX_METADATA_DEPTH, MAX_RESULTS
+from agentzero_store.base.limits import MAX_TTL_SECONDS as MAX_TTL
+from agentzero_store.embed.vectors import as_vector, as_vectors
 from agentzero_store.tools import MemoryAppendTool
 from rag.store import DocumentStore
 

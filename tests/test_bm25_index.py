@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentzero_store.bm25_index import SealedBm25Index
-from agentzero_store.errors import SidecarCorruptError
+from agentzero_store.base.errors import SidecarCorruptError
+from agentzero_store.sidecar.bm25 import SealedBm25Index
 
 
 def test_bm25_ranking_upsert_delete_and_round_trip() -> None:

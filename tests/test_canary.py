@@ -62,7 +62,7 @@ def needles_for(words: list[str], vectors: np.ndarray) -> list[bytes]:
 CHILD = r"""
 import sys, secrets, numpy as np
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig
-from agentzero_store.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 from rag import DocInput, DocumentStore
 cfg = StoreConfig(kdf=FAST_KDF_FOR_TESTS, checkpoint_every=5, bm25_terms=sys.argv[3])
 key = bytes(range(1, 33))

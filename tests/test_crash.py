@@ -19,7 +19,7 @@ from .conftest import FAST
 CHILD = r"""
 import sys, numpy as np
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig
-from agentzero_store.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 s = SqliteMemoryStore.open(sys.argv[1], key=bytes.fromhex(sys.argv[2]),
                            config=StoreConfig(kdf=FAST_KDF_FOR_TESTS))
 rng = np.random.default_rng(int(sys.argv[3]))

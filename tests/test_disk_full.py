@@ -24,10 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from agentzero_store import StoreIOError, bm25_blinded
-from agentzero_store.fileio import TMP_MARKER, FileIO
-from agentzero_store.ops.lock import acquire_writer
-from agentzero_store.sidecar import MANIFEST
+from agentzero_store import StoreIOError
+from agentzero_store.sidecar import bm25_blinded
+from agentzero_store.sidecar.manifest import MANIFEST
+from agentzero_store.storage.fileio import TMP_MARKER, FileIO
+from agentzero_store.storage.lock import acquire_writer
 from rag import DocInput, DocumentStore
 
 from .conftest import FAST, js

@@ -163,8 +163,8 @@ def test_every_file_is_0600_and_every_dir_0700_after_a_session(
 def test_a_store_made_through_the_api_is_private_too(tmp_path: Path, umask_022: None) -> None:
     """The CLI makes its whole process private; a host application keeps its own umask,
     so the store's own create points must be private by themselves."""
-    from agentzero_store.keys import Credential
     from agentzero_store.ops import backup_store, restore_store
+    from agentzero_store.storage.credentials import Credential
 
     data, backup, restored = tmp_path / "data", tmp_path / "backup", tmp_path / "restored"
     with SqliteMemoryStore.open(data, passphrase=PASSPHRASE, config=FAST, hnsw=True) as mem:
@@ -187,9 +187,9 @@ def test_a_store_made_through_the_api_is_private_too(tmp_path: Path, umask_022: 
 
 
 def test_rotate_through_the_api_with_a_wrong_key_creates_no_lock(tmp_path: Path) -> None:
-    from agentzero_store.errors import WrongKeyError
-    from agentzero_store.keys import Credential
+    from agentzero_store.base.errors import WrongKeyError
     from agentzero_store.ops import rotate_keys
+    from agentzero_store.storage.credentials import Credential
 
     data = tmp_path / "data"
     SqliteMemoryStore.open(data, passphrase=PASSPHRASE, config=FAST).close()

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.fts_scope import match_expression, scope_tokens, token
-from agentzero_store.recall import fts5_query
-from agentzero_store.records import Scope
+from agentzero_store.base.ranking import fts5_query
+from agentzero_store.memory.fts_scope import match_expression, scope_tokens, token
+from agentzero_store.memory.records import Scope
 
 from .conftest import FAST, PASSPHRASE
 

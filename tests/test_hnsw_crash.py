@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import SqliteMemoryStore
-from agentzero_store.fileio import TMP_MARKER
+from agentzero_store.storage.fileio import TMP_MARKER
 from tests.hnsw_support import FAST, KEY, ROOT, entry, vec
 
 KILLS = 20

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from agentzero_store import DimensionMismatchError, MemoryEntry, SqliteMemoryStore
-from agentzero_store.hnsw_index import HnswIndex
-from agentzero_store.memory_hnsw import exact_scope_limit
+from agentzero_store.memory.hnsw import exact_scope_limit
+from agentzero_store.sidecar.hnsw import HnswIndex
 from tests.hnsw_support import DIM, FAST, KEY, entry, fill, run_child, vec, vecs
 
 N = 3_000
@@ -146,7 +146,7 @@ def test_wrong_dimension_query_raises_and_the_process_lives(tmp_path: Path) -> N
 import sys
 import numpy as np
 from agentzero_store import DimensionMismatchError, SqliteMemoryStore
-from agentzero_store.hnsw_index import HnswIndex
+from agentzero_store.sidecar.hnsw import HnswIndex
 from tests.hnsw_support import FAST, KEY, fill, vec
 s = SqliteMemoryStore.open(sys.argv[1], key=KEY, config=FAST, hnsw=True)
 fill(s, 0, 100)

@@ -19,8 +19,9 @@ from agentzero_store import (
     StoreNotFoundError,
     WrongKeyError,
 )
-from agentzero_store.config import Layout
-from agentzero_store.keys import Credential, parse_key_text, resolve_credential, unlock
+from agentzero_store.base.config import Layout
+from agentzero_store.storage.credentials import Credential, parse_key_text, resolve_credential
+from agentzero_store.storage.keys import unlock
 
 from .conftest import FAST, PASSPHRASE, rand_vectors, tree_digest
 

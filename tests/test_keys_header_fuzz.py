@@ -29,9 +29,9 @@ from agentzero_store import (
     KdfParams,
     SqliteMemoryStore,
     cli,
-    cli_common,
 )
-from agentzero_store.limits import SCRYPT_N_MAX
+from agentzero_store.base.limits import SCRYPT_N_MAX
+from agentzero_store.cli import common as cli_common
 
 from .conftest import PASSPHRASE, js, run_cli, tree_digest
 

@@ -17,9 +17,9 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp_types import TextContent
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.api_embedder import ApiEmbedder
-from agentzero_store.mcp_server import _protocol_stdout
-from agentzero_store.ops.lock import writer_lock
+from agentzero_store.agent.mcp import _protocol_stdout
+from agentzero_store.embed.api import ApiEmbedder
+from agentzero_store.storage.lock import writer_lock
 
 from .conftest import FAST, PASSPHRASE
 from .test_api_embedder import KEY, EmbeddingServer

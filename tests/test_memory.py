@@ -18,7 +18,7 @@ from agentzero_store import (
     SqliteMemoryStore,
     StoreClosedError,
 )
-from agentzero_store.recall import rrf_fuse
+from agentzero_store.base.ranking import rrf_fuse
 
 from .conftest import FAST, PASSPHRASE, rand_vectors, scan_for, text_needles
 

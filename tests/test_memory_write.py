@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agentzero_store import DimensionMismatchError, MemoryEntry, SqliteMemoryStore
-from agentzero_store.embeddings import as_vector, as_vectors
+from agentzero_store.embed.vectors import as_vector, as_vectors
 
 from .conftest import FAST, PASSPHRASE, rand_vectors
 

@@ -19,9 +19,9 @@ from agentzero_store import (
     MemoryEntry,
     SqliteMemoryStore,
 )
-from agentzero_store.api_embedder import ApiEmbedder
-from agentzero_store.embeddings import Embedder, Vector
-from agentzero_store.reembed import STAGING, reembed_memory
+from agentzero_store.embed.api import ApiEmbedder
+from agentzero_store.embed.vectors import Embedder, Vector
+from agentzero_store.ops.reembed import STAGING, reembed_memory
 from rag.store import DocumentStore
 
 from .conftest import FAST, PASSPHRASE, js, run_cli

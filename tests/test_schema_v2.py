@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.sqlcipher import MIGRATIONS, SCHEMA_VERSION, Database
+from agentzero_store.memory.schema import MIGRATIONS, SCHEMA_VERSION
+from agentzero_store.storage.sqlcipher import Database
 
 from .conftest import FAST, PASSPHRASE, rand_vectors
 
@@ -223,12 +224,13 @@ _CHILD = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    from agentzero_store.sqlcipher import Database
+    from agentzero_store.memory.schema import migrate
+    from agentzero_store.storage.sqlcipher import Database
     db = Database(Path(sys.argv[1]), bytes.fromhex(os.environ["AZ_TEST_KEY"]),
                   busy_timeout_ms=5000)
     print("ready", flush=True)
     t = time.perf_counter()
-    db.migrate(sys.argv[2])
+    migrate(db, sys.argv[2])
     print(f"done {time.perf_counter() - t:.6f}", flush=True)
     db.close()
     """

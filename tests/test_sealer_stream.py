@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from agentzero_store import crypto
-from agentzero_store.crypto import InvalidTag, Sealer
+from agentzero_store.storage import crypto
+from agentzero_store.storage.crypto import InvalidTag, Sealer
 
 KEY = bytes(range(32))
 AAD = b"sidecar|test"

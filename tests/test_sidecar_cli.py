@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agentzero_store import SqliteMemoryStore, generate_key_file
-from agentzero_store.sidecar import MANIFEST
+from agentzero_store.sidecar.manifest import MANIFEST
 from tests.hnsw_support import FAST, fill
 
 AGENTZERO = str(Path(sys.executable).parent / "agentzero")

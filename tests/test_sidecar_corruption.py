@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import SqliteMemoryStore
-from agentzero_store.sidecar import MANIFEST
+from agentzero_store.sidecar.manifest import MANIFEST
 from tests.hnsw_support import FAST, KEY, fill, run_child
 
 N = 10_000

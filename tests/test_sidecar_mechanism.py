@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import SqliteMemoryStore, StoreIOError
-from agentzero_store.fileio import TMP_MARKER, FileIO
-from agentzero_store.hnsw_index import HnswIndex
-from agentzero_store.memory_hnsw import MemoryVectorSource
-from agentzero_store.sidecar import MANIFEST, EmbedderInfo, Sidecar
+from agentzero_store.memory.hnsw import MemoryVectorSource
+from agentzero_store.sidecar.hnsw import HnswIndex
+from agentzero_store.sidecar.manifest import MANIFEST
+from agentzero_store.sidecar.mechanism import Sidecar
+from agentzero_store.sidecar.types import EmbedderInfo
+from agentzero_store.storage.fileio import TMP_MARKER, FileIO
 from tests.hnsw_support import DIM, FAST, KEY, fill
 
 N = 300

@@ -4,7 +4,8 @@
 - ``backup``: consistent, encrypted online snapshots, and restore into a new dir;
 - ``keyops``: change the passphrase, export a recovery key (rewrap only);
 - ``rotate``: a new master key for every byte, crash-safe and resumable;
-- ``lock``: one writer per data dir, naming its holder.
+- ``accept_loss``: accept a source that holds less than was acknowledged, and go on;
+- ``reembed``: re-embed both stores with another embedder, switching each atomically.
 
 Like the CLI, this layer composes the memory store and the document log; the document
 log's half of each operation lives in ``rag.maintenance`` and is imported lazily.
@@ -12,7 +13,6 @@ log's half of each operation lives in ``rag.maintenance`` and is imported lazily
 
 from .backup import BackupResult, RestoreResult, backup_store, restore_store
 from .keyops import KeyChange, change_passphrase, export_recovery
-from .lock import WriterLock, acquire_writer, lock_holder, writer_lock
 from .rotate import RotateResult, resume_rotation, rotate_keys
 from .verify import Finding, VerifyReport, verify_store
 
@@ -23,15 +23,11 @@ __all__ = [
     "RestoreResult",
     "RotateResult",
     "VerifyReport",
-    "WriterLock",
-    "acquire_writer",
     "backup_store",
     "change_passphrase",
     "export_recovery",
-    "lock_holder",
     "restore_store",
     "resume_rotation",
     "rotate_keys",
     "verify_store",
-    "writer_lock",
 ]

@@ -24,14 +24,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..acks import SOURCES, Ledger, Source, SourceState, count, create_ledger
-from ..config import Layout, StoreConfig
-from ..errors import CorruptStoreError
-from ..fileio import DEFAULT_IO, FileIO
-from ..keys import Credential, StoreKeys, unlock_slot
-from ..sources import judge_documents, judge_memory, memory_seq
-from ..sqlcipher import Database
-from .lock import writer_lock
+from ..base.config import Layout, StoreConfig
+from ..base.errors import CorruptStoreError
+from ..memory.schema import migrate
+from ..memory.source import memory_seq
+from ..storage.acks import SOURCES, Ledger, Source, SourceState, count, create_ledger
+from ..storage.credentials import Credential
+from ..storage.fileio import DEFAULT_IO, FileIO
+from ..storage.keys import StoreKeys, unlock_slot
+from ..storage.lock import writer_lock
+from ..storage.sources import judge_documents, judge_memory
+from ..storage.sqlcipher import Database
 from .rotate import drop_sidecar_checkpoints
 
 
@@ -161,7 +164,7 @@ def _open(path: Path, keys: StoreKeys) -> Database:
                 path=path,
                 hint="restore memory.db from a backup (`agentzero store restore`)",
             )
-        db.migrate(keys.store_id)
+        migrate(db, keys.store_id)
     except BaseException:
         db.close()
         raise

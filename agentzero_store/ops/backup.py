@@ -30,18 +30,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..acks import Source, SourceState, create_ledger
-from ..config import Layout, StoreConfig
-from ..errors import (
+from ..base.config import Layout, StoreConfig
+from ..base.errors import (
     CorruptStoreError,
     StoreExistsError,
     StoreIOError,
     StoreNotFoundError,
     TamperedRecordError,
 )
-from ..fileio import DEFAULT_IO, FileIO, atomic_write, fsync_path, translate_os_errors
-from ..keys import Credential, StoreKeys, unlock_slot
-from ..sqlcipher import Database
+from ..storage.acks import Source, SourceState, create_ledger
+from ..storage.credentials import Credential
+from ..storage.fileio import DEFAULT_IO, FileIO, atomic_write, fsync_path, translate_os_errors
+from ..storage.keys import StoreKeys, unlock_slot
+from ..storage.sqlcipher import Database
 from .verify import VerifyReport, verify_store
 
 BACKUP_FORMAT = "agentzero-backup/1"

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import KdfParams, Layout
-from ..errors import InvalidArgumentError
-from ..fileio import DEFAULT_IO, FileIO
-from ..keys import KEY_BYTES, Credential, read_header, rewrap, unlock_slot
-from .lock import writer_lock
+from ..base.config import KdfParams, Layout
+from ..base.errors import InvalidArgumentError
+from ..storage.credentials import KEY_BYTES, Credential
+from ..storage.fileio import DEFAULT_IO, FileIO
+from ..storage.key_header import read_header
+from ..storage.keys import rewrap, unlock_slot
+from ..storage.lock import writer_lock
 
 RECOVERY_SLOT = "recovery"
 

@@ -20,8 +20,9 @@ data is under a key nobody can unwrap. While the journal exists, the credential 
 opens the OLD master, which unseals the new one: any credential of the store can finish
 the job. Each data file is under exactly one of the two keys at any instant (steps 2 and
 3 are atomic per file) and the code probes which. Opening a store whose journal is
-present finishes the rotation first (``keys.open_data_dir`` calls ``resume_rotation``),
-so after a crash the store opens with the same credential, under the new key.
+present finishes the rotation first (``storage.datadir.open_data_dir`` calls
+``resume_rotation``, which the package root installs there), so after a crash the store
+opens with the same credential, under the new key.
 
 Other slots (a recovery key, a second passphrase) wrap the old master and cannot be
 rewrapped without their secrets: they are dropped and reported; export a new recovery
@@ -39,26 +40,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..acks import SOURCES, Ledger, create_ledger
-from ..config import KdfParams, Layout, StoreConfig
-from ..crypto import InvalidTag, Sealer
-from ..errors import CorruptStoreError, StoreIOError
-from ..fileio import DEFAULT_IO, FileIO
-from ..keys import (
-    KEY_BYTES,
-    Credential,
-    StoreKeys,
-    new_slot,
-    read_header,
-    unlock,
-    unlock_slot,
-    write_header,
-)
-from ..sidecar import MANIFEST
-from ..sidecar_manifest import TREE_SUFFIX
-from ..sqlcipher import Database
+from ..base.config import KdfParams, Layout, StoreConfig
+from ..base.errors import CorruptStoreError, StoreIOError
+from ..sidecar.manifest import MANIFEST, TREE_SUFFIX
+from ..storage.acks import SOURCES, Ledger, create_ledger
+from ..storage.credentials import KEY_BYTES, Credential
+from ..storage.crypto import InvalidTag, Sealer
+from ..storage.fileio import DEFAULT_IO, FileIO
+from ..storage.key_header import read_header, write_header
+from ..storage.keys import StoreKeys, new_slot, unlock, unlock_slot
+from ..storage.lock import writer_lock
+from ..storage.sqlcipher import Database
 from .keyops import slot_kdf
-from .lock import writer_lock
 
 ROTATION_FORMAT = "agentzero-rotation/1"
 

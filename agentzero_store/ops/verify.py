@@ -22,14 +22,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..acks import FIX_LOSS, SOURCES, Ledger, Source, SourceState
-from ..config import Layout, StoreConfig
-from ..errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
-from ..keys import Credential, StoreKeys, read_header, unlock_slot
-from ..sidecar import MANIFEST, Sidecar
-from ..sidecar_types import Change
-from ..sources import judge_documents, judge_memory, memory_seq
-from ..sqlcipher import Database
+from ..base.config import Layout, StoreConfig
+from ..base.errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
+from ..memory.schema import get_meta
+from ..memory.source import memory_seq
+from ..sidecar.manifest import MANIFEST
+from ..sidecar.mechanism import Sidecar
+from ..sidecar.types import Change
+from ..storage.acks import FIX_LOSS, SOURCES, Ledger, Source, SourceState
+from ..storage.credentials import Credential
+from ..storage.key_header import read_header
+from ..storage.keys import StoreKeys, unlock_slot
+from ..storage.sources import judge_documents, judge_memory
+from ..storage.sqlcipher import Database
 
 Severity = Literal["error", "note"]
 
@@ -207,7 +212,7 @@ def _check_memory(
                 Finding(str(path), None, f"integrity_check: {line}", FIX_RESTORE)
             )
         migrated = bool(db.query("SELECT 1 FROM sqlite_master WHERE name = 'meta'"))
-        if migrated and db.get_meta("store_id") != keys.store_id:
+        if migrated and get_meta(db, "store_id") != keys.store_id:
             report.findings.append(
                 Finding(str(path), "meta.store_id", "memory.db is another store's", FIX_RESTORE)
             )

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.keys import Credential
+from agentzero_store.storage.credentials import Credential
 from rag.store import DocumentStore
 
 from ..conftest import FAST, PASSPHRASE, rand_vectors

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentzero_store.errors import (
+from agentzero_store.base.errors import (
     CorruptStoreError,
     StoreExistsError,
     StoreNotFoundError,

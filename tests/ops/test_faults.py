@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import StoreConfig
-from agentzero_store.config import FAST_KDF_FOR_TESTS
-from agentzero_store.errors import StoreIOError
-from agentzero_store.fileio import FileIO
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.errors import StoreIOError
 from agentzero_store.ops import verify_store
+from agentzero_store.storage.fileio import FileIO
 from rag.store import DocumentStore
 
 from ..conftest import PASSPHRASE

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import SqliteMemoryStore
-from agentzero_store.config import Layout
-from agentzero_store.errors import RotationInProgressError, WrongKeyError
-from agentzero_store.keys import Credential, unlock
+from agentzero_store.base.config import Layout
+from agentzero_store.base.errors import RotationInProgressError, WrongKeyError
 from agentzero_store.ops import change_passphrase, export_recovery, rotate_keys, verify_store
 from agentzero_store.ops import rotate as rotate_mod
+from agentzero_store.storage.credentials import Credential
+from agentzero_store.storage.keys import unlock
 
 from ..conftest import FAST, PASSPHRASE, js, run_cli, tree_digest
 from .conftest import CRED, answers

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import SqliteMemoryStore
-from agentzero_store.errors import StoreLockedError, StoreNotFoundError
-from agentzero_store.ops import acquire_writer, lock_holder, writer_lock
+from agentzero_store.base.errors import StoreLockedError, StoreNotFoundError
+from agentzero_store.storage.lock import acquire_writer, lock_holder, writer_lock
 from rag.store import DocumentStore
 
 from ..conftest import FAST, PASSPHRASE, js, run_cli
 
 HOLD = r"""
 import sys, time
-from agentzero_store.ops import acquire_writer
+from agentzero_store.storage.lock import acquire_writer
 lock = acquire_writer(sys.argv[1], timeout=5, purpose="test holder")
 print("held", flush=True)
 time.sleep(float(sys.argv[2]))
@@ -83,7 +83,8 @@ def test_reentrant_within_a_process(store_dir: Path) -> None:
         pass
     # Still held by the outer acquisition: another process cannot take it.
     code = (
-        "import sys; from agentzero_store.ops import acquire_writer as a; a(sys.argv[1], timeout=0)"
+        "import sys; from agentzero_store.storage.lock import acquire_writer as a; "
+        "a(sys.argv[1], timeout=0)"
     )
     busy = subprocess.run([sys.executable, "-c", code, str(store_dir)], capture_output=True)
     assert busy.returncode != 0 and b"StoreLockedError" in busy.stderr

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.errors import StoreIOError
-from agentzero_store.keys import Credential
+from agentzero_store.base.errors import StoreIOError
 from agentzero_store.ops import rotate as rotate_mod
 from agentzero_store.ops import rotate_keys
+from agentzero_store.storage.credentials import Credential
 from rag import DocumentStore
 
 from ..conftest import FAST, PASSPHRASE, rand_vectors, run_cli

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.acks import HEADER_BYTES, SLOT_BYTES
+from agentzero_store.storage.acks import HEADER_BYTES, SLOT_BYTES
 from rag import DocumentStore
-from rag.store import DocInput
+from rag.documents import DocInput
 
 from ..conftest import FAST, PASSPHRASE, js, run_cli, tree_digest
 
@@ -184,7 +184,7 @@ def test_lost_memory_db_is_not_recreated_empty(data_dir: Path, how: str) -> None
 WRITER = """
 import os, sys
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 from agentzero_store import StoreConfig
 s = SqliteMemoryStore.open(sys.argv[1], passphrase=sys.argv[2],
                            config=StoreConfig(kdf=FAST_KDF_FOR_TESTS))
@@ -331,19 +331,20 @@ def make_pre_ledger(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ledger, and there is none."""
     import functools
 
-    from agentzero_store import keys as keys_mod
-    from agentzero_store.config import FAST_KDF_FOR_TESTS, Layout
-    from agentzero_store.keys import Credential
+    from agentzero_store.base.config import FAST_KDF_FOR_TESTS, Layout
+    from agentzero_store.storage import key_header
+    from agentzero_store.storage import keys as keys_mod
+    from agentzero_store.storage.credentials import Credential
 
     layout, cred = Layout(root), Credential.from_passphrase(PASSPHRASE)
     k = keys_mod.unlock(layout, cred)
     with monkeypatch.context() as m:
         m.setattr(keys_mod, "_slot_aad", functools.partial(keys_mod._slot_aad, acks=False))
-        header = keys_mod.read_header(layout)
+        header = key_header.read_header(layout)
         header["slots"] = [
             keys_mod.new_slot("primary", cred, k.master, k.store_id, FAST_KDF_FOR_TESTS)
         ]
-        keys_mod.write_header(layout, header)
+        key_header.write_header(layout, header)
     (root / "sources.ledger").unlink()
     assert not keys_mod.unlock(layout, cred).acks_required
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agentzero_store.fileio import FileIO
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.fileio import FileIO
+from agentzero_store.storage.keys import StoreKeys
 from rag.log import DocumentLog
 
 

@@ -25,9 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentzero_store import StoreIOError
-from agentzero_store.bm25_blinded import BlindedBm25Index
-from agentzero_store.bm25_index import SealedBm25Index
-from agentzero_store.bm25_terms import BlindTerms, analyzer
+from agentzero_store.sidecar.bm25 import SealedBm25Index
+from agentzero_store.sidecar.bm25_blinded import BlindedBm25Index
+from agentzero_store.sidecar.bm25_terms import BlindTerms, analyzer
 from rag import DocInput, DocumentStore
 
 from ..conftest import FAST, scan_for
@@ -221,7 +221,7 @@ CHILD = r"""
 import sys, time
 from rag import DocInput, DocumentStore
 from agentzero_store import StoreConfig
-from agentzero_store.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 s = DocumentStore.open(sys.argv[1], key=bytes(range(32)),
                        config=StoreConfig(kdf=FAST_KDF_FOR_TESTS), readonly=True)
 s.query("boiler", 1)

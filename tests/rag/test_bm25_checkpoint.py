@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from agentzero_store.bm25_index import DELETED, SealedBm25Index
-from agentzero_store.errors import SidecarCorruptError
+from agentzero_store.base.errors import SidecarCorruptError
+from agentzero_store.sidecar.bm25 import DELETED, SealedBm25Index
 
 REC = struct.Struct("<QI")
 

@@ -25,10 +25,10 @@ import numpy.typing as npt
 import pytest
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore, StoreConfig, StoreIOError
-from agentzero_store.bm25_index import native_error
-from agentzero_store.errors import SidecarCorruptError
-from agentzero_store.fileio import TMP_MARKER
-from agentzero_store.sidecar import MANIFEST
+from agentzero_store.base.errors import SidecarCorruptError
+from agentzero_store.sidecar.bm25 import native_error
+from agentzero_store.sidecar.manifest import MANIFEST
+from agentzero_store.storage.fileio import TMP_MARKER
 from rag import DocInput, DocumentStore
 
 from ..conftest import FAST

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentzero_store.errors import InvalidArgumentError
+from agentzero_store.base.errors import InvalidArgumentError
 from rag.chunking import DEFAULT_PARAMS, ChunkParams, chunk_text
 
 

@@ -96,7 +96,7 @@ CHILD = r"""
 import sys
 from rag import DocInput, DocumentStore
 from agentzero_store import StoreConfig
-from agentzero_store.config import FAST_KDF_FOR_TESTS
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 s = DocumentStore.open(sys.argv[1], key=bytes(range(32)),
                        config=StoreConfig(kdf=FAST_KDF_FOR_TESTS, checkpoint_every=7))
 i = 0

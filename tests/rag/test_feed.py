@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.keys import StoreKeys
 from rag.chunking import DEFAULT_PARAMS, chunk_text
 from rag.feed import ChunkCache
 from rag.log import DocumentLog

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.keys import StoreKeys
 from rag.framing import DamagedLine, LogCodec, parse_frame, split_record
 from rag.records import Tombstone
 

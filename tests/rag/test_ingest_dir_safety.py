@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from agentzero_store.errors import InvalidArgumentError, StoreIOError
+from agentzero_store.base.errors import InvalidArgumentError, StoreIOError
 from rag import MAX_FILE_BYTES, ChunkParams, DirReport, DocumentStore, FileIssue
 from rag.chunking import chunk_text
 from rag.feed import MAX_CHUNKS

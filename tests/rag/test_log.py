@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentzero_store.errors import (
+from agentzero_store.base.errors import (
     InvalidArgumentError,
     StoreClosedError,
     StoreLockedError,
     StoreNotFoundError,
 )
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.keys import StoreKeys
 from rag.log import DocumentLog
 from rag.records import Change, Delete, StaleFeedError, Upsert, content_hash
 from tests.conftest import scan_for, text_needles

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agentzero_store.errors import CorruptStoreError, TamperedRecordError
-from agentzero_store.keys import StoreKeys
+from agentzero_store.base.errors import CorruptStoreError, TamperedRecordError
+from agentzero_store.storage.keys import StoreKeys
 from rag import catalog
 from rag.catalog import catalog_path
 from rag.framing import Frame, encode_frame, parse_frame

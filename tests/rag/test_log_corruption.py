@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentzero_store.errors import CorruptStoreError, SchemaVersionError, TamperedRecordError
-from agentzero_store.keys import StoreKeys
+from agentzero_store.base.errors import CorruptStoreError, SchemaVersionError, TamperedRecordError
+from agentzero_store.storage.keys import StoreKeys
 from rag.framing import Frame, encode_frame, parse_frame
 from rag.log import DocumentLog, TornTailWarning
 from tests.conftest import tree_digest

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.keys import StoreKeys
 from rag.log import DocumentLog
 
 CHILD = r"""
 import sys
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.keys import StoreKeys
 from rag.log import DocumentLog
 from rag.records import Delete, Upsert
 keys = StoreKeys(store_id=sys.argv[2], master=bytes.fromhex(sys.argv[3]))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agentzero_store.errors import StoreIOError
-from agentzero_store.fileio import TMP_MARKER
-from agentzero_store.keys import StoreKeys
+from agentzero_store.base.errors import StoreIOError
+from agentzero_store.storage.fileio import TMP_MARKER
+from agentzero_store.storage.keys import StoreKeys
 from rag.log import DocumentLog
 from rag.records import Upsert
 

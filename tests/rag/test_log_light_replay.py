@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentzero_store.errors import CorruptStoreError, SchemaVersionError, TamperedRecordError
-from agentzero_store.keys import StoreKeys
+from agentzero_store.base.errors import CorruptStoreError, SchemaVersionError, TamperedRecordError
+from agentzero_store.storage.keys import StoreKeys
 from rag.framing import (
     Frame,
     LogCodec,
@@ -25,7 +25,8 @@ from rag.framing import (
 )
 from rag.log import DocumentLog
 from rag.maintenance import check_log
-from rag.records import DocumentRecord, Tombstone, decode_entry, decode_head, encode_entry
+from rag.payload import decode_entry, decode_head, encode_entry
+from rag.records import DocumentRecord, Tombstone
 
 from .conftest import line_spans
 
@@ -202,10 +203,10 @@ def test_compact_reports_an_undecodable_record_it_would_drop(
 def test_store_verify_reports_an_undecodable_record(tmp_path: Path) -> None:
     # `agentzero store verify` must keep decoding every record, not replay's light view.
     from agentzero_store import StoreConfig
-    from agentzero_store.config import FAST_KDF_FOR_TESTS
-    from agentzero_store.credentials import Credential
-    from agentzero_store.keys import open_data_dir
+    from agentzero_store.base.config import FAST_KDF_FOR_TESTS
     from agentzero_store.ops import verify_store
+    from agentzero_store.storage.credentials import Credential
+    from agentzero_store.storage.datadir import open_data_dir
 
     root, raw_key = tmp_path / "store", bytes(range(32))
     layout, keys = open_data_dir(root, key=raw_key, kdf=StoreConfig(kdf=FAST_KDF_FOR_TESTS).kdf)

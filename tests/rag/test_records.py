@@ -9,21 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentzero_store.crypto import NONCE_BYTES, InvalidTag, Sealer
-from agentzero_store.keys import StoreKeys
+from agentzero_store.storage.crypto import NONCE_BYTES, InvalidTag, Sealer
+from agentzero_store.storage.keys import StoreKeys
 from rag.framing import Frame, LogCodec, encode_frame, parse_frame
-from rag.records import (
-    PAYLOAD_VERSION,
-    DocumentRecord,
-    Entry,
-    LogHeader,
-    Tombstone,
-    Upsert,
-    _dumps,
-    content_hash,
-    decode_entry,
-    encode_entry,
-)
+from rag.payload import PAYLOAD_VERSION, _dumps, decode_entry, encode_entry
+from rag.records import DocumentRecord, Entry, LogHeader, Tombstone, Upsert, content_hash
 
 _text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=60)
 _when = st.datetimes(

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from agentzero_store import InvalidArgumentError, NoEmbedderError, WrongKeyError
-from agentzero_store.embeddings import LocalEmbedder
+from agentzero_store.embed.local import LocalEmbedder
 from rag import DocInput, DocumentStore
 
 from ..conftest import FAST, scan_for, text_needles, tree_digest

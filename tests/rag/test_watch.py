@@ -26,8 +26,9 @@ from watchdog.events import (
 )
 
 from rag import DocInput, DocumentStore
+from rag.debounce import Debouncer
 from rag.files import ingest_dir
-from rag.watch import Change, Debouncer, FolderSync
+from rag.watch import Change, FolderSync
 
 from ..conftest import AGENTZERO, FAST, PASSPHRASE, js, run_cli
 

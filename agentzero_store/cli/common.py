@@ -1,0 +1,193 @@
+"""Shared plumbing of the ``agentzero`` CLI: global state, opening stores, output, errors.
+
+Each command is a few lines: parse options, call the API, hand the result to ``emit``.
+Every ``AgentZeroStoreError`` is mapped to a message with its hint (or a JSON error
+object with ``--json``) and the error's exit code in ONE place: ``cli_command``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import sys
+import typing
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+import typer.models
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..base.config import StoreConfig, default_data_dir
+from ..base.errors import AgentZeroStoreError, InvalidArgumentError
+from ..base.limits import check_text
+from ..embed.factory import embedder_from_env
+from ..embed.vectors import Embedder
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+EmbedderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder",
+        help="local | api | none (default: env AGENTZERO_EMBEDDER, else local).",
+        show_default=False,
+    ),
+]
+
+
+@dataclass
+class GlobalState:
+    """Options given before the sub-command (``agentzero --data-dir D ...``)."""
+
+    data_dir: Path | None = None
+    key_file: Path | None = None
+    json: bool = False
+
+
+STATE = GlobalState()
+
+
+def data_dir() -> Path:
+    """The data dir from ``--data-dir``, env ``AGENTZERO_DATA_DIR``, or the platform default."""
+    return STATE.data_dir or default_data_dir()
+
+
+def make_embedder(name: str | None) -> Embedder | None:
+    """Build the embedder named on the command line or in ``AGENTZERO_EMBEDDER``."""
+    return embedder_from_env(name)
+
+
+def store_config() -> StoreConfig:
+    """Defaults, but for the BM25 mode in env ``AGENTZERO_BM25_TERMS`` (blinded|sealed)."""
+    terms = os.environ.get("AGENTZERO_BM25_TERMS")
+    return StoreConfig(bm25_terms=terms) if terms else StoreConfig()
+
+
+def store_kwargs() -> dict[str, Any]:
+    """Credential arguments for ``*.open``: key file if given; env and TTY prompt otherwise."""
+    return {"key_file": STATE.key_file, "config": store_config()}
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert results (dataclasses with ``to_dict``, lists, dicts) into JSON-ready data."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def emit(value: Any, human: Callable[[], None] | None = None) -> None:
+    """Print ``value`` as JSON with ``--json``, else run ``human`` (or print it plainly)."""
+    if STATE.json:
+        sys.stdout.write(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n")
+    elif human is not None:
+        human()
+    else:
+        out.print(value)
+
+
+def cli_command(fn: Callable[P, R]) -> Callable[P, R]:
+    """Decorator for every command: honours ``--json`` and maps store errors to exit codes."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        if kwargs.get("json_out"):
+            STATE.json = True
+        try:
+            check_text_arguments(fn, kwargs)
+            return fn(*args, **kwargs)
+        except AgentZeroStoreError as exc:
+            if STATE.json:
+                sys.stdout.write(json.dumps(exc.to_dict()) + "\n")
+            else:
+                err.print(f"[bold red]error:[/] {exc.message}")
+                if exc.hint:
+                    err.print(f"[yellow]hint:[/] {exc.hint}")
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def check_text_arguments(fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+    """Refuse a text argument that is not valid UTF-8, naming it, before anything opens.
+
+    Python hands bytes that are not UTF-8 on a command line over as lone surrogates
+    (surrogateescape); text holding one cannot be stored, hashed or printed. This runs
+    for every command, in ``cli_command``. Paths (``Path`` values) are exempt: a file
+    name may legally hold any bytes, and the OS gets them back unchanged.
+    """
+    for name, value in kwargs.items():
+        if isinstance(value, str) and not value.isascii():
+            try:
+                check_text("", value)
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(
+                    f"the argument {_cli_name(fn, name)}{exc.message}", hint=exc.hint
+                ) from None
+
+
+def _cli_name(fn: Callable[..., Any], param: str) -> str:
+    """How the user wrote a parameter: ``--org`` for an option, ``CONTENT`` for an argument.
+
+    Read from the command's ``typer.Option``/``typer.Argument`` declarations (only on the
+    error path: resolving the annotations costs more than a command should pay).
+    """
+    try:
+        hint = typing.get_type_hints(fn, include_extras=True).get(param)
+    except Exception:  # an annotation that does not resolve: fall back to the name
+        hint = None
+    for info in getattr(hint, "__metadata__", ()):
+        if isinstance(info, typer.models.OptionInfo):
+            # In ``Annotated[..., typer.Option("--id")]`` the first name sits in ``default``.
+            names = (info.default, *(info.param_decls or ()))
+            decls = [d for d in names if isinstance(d, str) and d.startswith("--")]
+            return decls[0] if decls else "--" + param.replace("_", "-")
+        if isinstance(info, typer.models.ArgumentInfo) and info.metavar:
+            return info.metavar
+    return param.upper()
+
+
+@contextmanager
+def progress(description: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on stderr (hidden with ``--json`` or when not a terminal).
+
+    Yields ``advance(n)``.
+    """
+    show = not STATE.json and err.is_terminal
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not show,
+        transient=False,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+
+        def advance(n: int = 1) -> None:
+            bar.advance(task, n)
+
+        yield advance
+
+
+def setup_logging() -> None:
+    """Library log lines (rebuilds, torn tails) go to stderr; never any content."""
+    logging.basicConfig(
+        level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )

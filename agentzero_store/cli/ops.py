@@ -1,0 +1,189 @@
+"""``agentzero key ...`` and ``agentzero store verify|backup|restore|accept-loss``: the
+worst-day tools.
+
+Thin: each command resolves the credential, calls ``agentzero_store.ops``, and hands
+the result to ``emit``; errors map to exit codes in ``common.cli_command``.
+``verify`` exits 5 when it finds a problem (after printing every finding).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..base.config import Layout
+from ..base.errors import (
+    CorruptStoreError,
+    CredentialRequiredError,
+    InvalidArgumentError,
+    InvalidKeyError,
+)
+from ..ops import backup_store, change_passphrase, export_recovery, restore_store, rotate_keys
+from ..ops.accept_loss import accept_loss
+from ..ops.verify import VerifyReport, verify_store
+from ..storage.credentials import Credential, resolve_credential
+from ..storage.keys import unlock_slot
+from .common import STATE, JsonOpt, cli_command, data_dir, emit, err, out
+
+ENV_NEW_PASSPHRASE = "AGENTZERO_NEW_PASSPHRASE"
+
+key_app = typer.Typer(no_args_is_help=True)
+
+
+def _cred() -> Credential:
+    return resolve_credential(key_file=STATE.key_file)
+
+
+def _new_passphrase() -> str:
+    env = os.environ.get(ENV_NEW_PASSPHRASE)
+    if env:
+        return env
+    if not sys.stdin.isatty():
+        raise CredentialRequiredError(
+            "no new passphrase given", hint=f"set {ENV_NEW_PASSPHRASE} or run on a terminal"
+        )
+    first = getpass.getpass("new passphrase: ")
+    if getpass.getpass("repeat new passphrase: ") != first:
+        raise InvalidKeyError("the passphrases do not match", hint="type the same one twice")
+    return first
+
+
+@key_app.command("change-passphrase")
+@cli_command
+def change_passphrase_cmd(json_out: JsonOpt = False) -> None:
+    """Rewrap the master key under a new passphrase (AGENTZERO_NEW_PASSPHRASE or a prompt)."""
+    result = change_passphrase(data_dir(), _cred(), _new_passphrase())
+    emit(result, lambda: out.print(f"passphrase changed (slot {result.slot}); no data rewritten"))
+
+
+@key_app.command("rotate")
+@cli_command
+def rotate_cmd(json_out: JsonOpt = False) -> None:
+    """New master key: re-key memory.db, re-seal the document log, drop old checkpoints.
+
+    Resumes an interrupted rotation. Stop other agentzero processes first.
+    """
+    cred = _cred()
+    # rotate_keys takes the writer lock before it unlocks: check the credential first,
+    # so a wrong one creates and touches no file.
+    unlock_slot(Layout(data_dir()), cred, allow_rotation=True)
+    r = rotate_keys(data_dir(), cred)
+
+    def human() -> None:
+        out.print(
+            ("finished the interrupted rotation" if r.resumed else "rotated the master key")
+            + f" of {r.data_dir}; indexes are rebuilt on the next open"
+        )
+        if r.slots_dropped:
+            out.print(
+                f"credentials no longer valid: {', '.join(r.slots_dropped)} "
+                "(run `agentzero key export-recovery` for a new recovery key)"
+            )
+
+    emit(r, human)
+
+
+@key_app.command("export-recovery")
+@cli_command
+def export_recovery_cmd(json_out: JsonOpt = False) -> None:
+    """Print a new recovery key (replaces the previous one). Keep it offline."""
+    secret, change = export_recovery(data_dir(), _cred())
+
+    def human() -> None:
+        sys.stdout.write(secret + "\n")
+        err.print("recovery key above: it opens the store as AGENTZERO_DATA_KEY; keep it offline")
+
+    emit({"recovery_key": secret, **change.to_dict()}, human)
+
+
+def verify_cmd(json_out: JsonOpt = False) -> None:
+    """Check memory.db pages, every document record, and every index checkpoint."""
+    report = verify_store(data_dir(), _cred())
+    emit(report, lambda: _print_report(report))
+    if not report.clean:
+        raise typer.Exit(CorruptStoreError.exit_code)
+
+
+def _print_report(report: VerifyReport) -> None:
+    for name, what in report.checked.items():
+        out.print(f"{name}: {what}")
+    if report.findings:
+        t = Table("severity", "file", "where", "problem", "fix")
+        for f in report.findings:
+            t.add_row(f.severity, f.file, f.where or "", f.problem, f.fix)
+        out.print(t)
+    out.print("clean" if report.clean else "NOT clean: see the findings above")
+
+
+def backup_cmd(
+    dest: Annotated[Path, typer.Argument(help="A new (or empty) directory for the backup.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Consistent encrypted snapshot: memory.db, the document log, keys.json, checksums."""
+    r = backup_store(data_dir(), _cred(), dest)
+    emit(r, lambda: out.print(f"backup of store {r.store_id} written to {r.path}"))
+
+
+def restore_cmd(
+    backup: Annotated[Path, typer.Argument(help="A directory written by `store backup`.")],
+    target: Annotated[
+        Path, typer.Option("--data-dir", help="The new, empty data dir to restore into.")
+    ],
+    json_out: JsonOpt = False,
+) -> None:
+    """Restore a backup into a new, empty data dir, check it, and verify the result."""
+    r = restore_store(backup, target, _cred())
+    emit(r, lambda: out.print(f"restored store {r.store_id} into {r.data_dir}; verify: clean"))
+
+
+def accept_loss_cmd(
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Do not ask (needed when stdin is not a terminal).")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Accept a lost, truncated or rolled-back source as it is, and record the loss.
+
+    For when `store verify` reports a loss and no backup is to be restored. Damage inside
+    a source (a record or page that fails authentication) is not accepted: salvage it.
+    """
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InvalidArgumentError(
+                "accept-loss records a permanent loss of acknowledged data",
+                hint="see what is lost with `agentzero store verify`, then pass --yes",
+            )
+        typer.confirm(
+            "Accept every source as it is now? What the store acknowledged beyond it is "
+            "given up for good",
+            abort=True,
+        )
+    r = accept_loss(data_dir(), _cred())
+
+    def human() -> None:
+        if not r.losses:
+            out.print("nothing to accept: every source holds what was acknowledged")
+            return
+        for loss in r.losses:
+            out.print(f"{loss.source}: {loss.problem}")
+            out.print(f"  accepted: expected {loss.expected}, now {loss.found}")
+        out.print(f"{r.indexes_dropped} index checkpoints dropped; rebuilt on the next open")
+
+    emit(r, human)
+
+
+def register_store_commands(app: typer.Typer) -> None:
+    """Add verify, backup, restore and accept-loss to the ``agentzero store`` sub-app."""
+    app.command("accept-loss")(cli_command(accept_loss_cmd))
+    app.command("verify")(cli_command(verify_cmd))
+    app.command("backup")(cli_command(backup_cmd))
+    app.command("restore")(cli_command(restore_cmd))
+
+
+__all__ = ["key_app", "register_store_commands"]

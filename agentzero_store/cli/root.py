@@ -1,0 +1,130 @@
+"""The ``agentzero`` command: composes the engine's commands and the ``rag`` ones.
+
+``main`` mounts the ``rag`` commands (``cli/rag.py``) here, in this one place, and only
+when it runs: the command line is where the document store and the engine's commands
+are put together.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..base.config import StoreConfig
+from ..memory.store import SqliteMemoryStore
+from ..storage.credentials import generate_key_file
+from . import memory as cli_memory
+from . import ops as cli_ops
+from . import reembed as cli_reembed
+from . import store as cli_store
+from .common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
+
+app = typer.Typer(
+    name="agentzero",
+    help="Encrypted, local-first memory and RAG store for desktop AI agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(cli_memory.app, name="memory", help="Conversation memory: append, recall, forget.")
+# Sub-apps are added here (store, rag, key, mcp).
+app.add_typer(
+    cli_store.app, name="store", help="Indexes (status, rebuild, reembed); verify, backup, restore."
+)
+cli_ops.register_store_commands(cli_store.app)
+cli_store.app.command("reembed")(cli_command(cli_reembed.reembed))
+app.add_typer(cli_ops.key_app, name="key", help="Keys: change-passphrase, rotate, export-recovery.")
+
+
+@app.callback()
+def _global(
+    data_dir_opt: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            envvar="AGENTZERO_DATA_DIR",
+            help="Data dir (default: the platform's user data dir).",
+        ),
+    ] = None,
+    key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--key-file",
+            envvar="AGENTZERO_KEY_FILE",
+            help="0600 file holding a raw 32-byte key (hex/base64).",
+        ),
+    ] = None,
+) -> None:
+    """Credentials: --key-file, or env AGENTZERO_PASSPHRASE / AGENTZERO_DATA_KEY, or a prompt."""
+    STATE.data_dir = data_dir_opt
+    STATE.key_file = key_file
+
+
+@app.command()
+@cli_command
+def init(
+    new_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--new-key-file",
+            help="Generate a random key into this new 0600 file and create the store with it.",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create an encrypted store in the data dir (never overwrites one)."""
+    from ..base.config import Layout
+    from ..base.errors import StoreExistsError
+    from ..storage.key_header import store_exists
+
+    root = data_dir()
+    if store_exists(Layout(root)):
+        raise StoreExistsError(f"a store already exists in {root}")
+    key_file = STATE.key_file
+    if new_key_file is not None:
+        generate_key_file(new_key_file)
+        key_file = new_key_file
+    with SqliteMemoryStore.open(root, key_file=key_file, config=StoreConfig()) as store:
+        result = {"data_dir": str(root), "store_id": store.store_id, "created": True}
+    emit(result, lambda: out.print(f"created encrypted store {result['store_id']} in {root}"))
+
+
+@app.command("mcp")
+@cli_command
+def mcp_(
+    org: Annotated[
+        str | None, typer.Option("--org", help="Pin every memory tool to this org.")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Pin every memory tool to this agent.")
+    ] = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Serve the store to MCP clients over stdio (stdout is the protocol; logs on stderr)."""
+    from ..agent.mcp import McpSettings, serve  # lazily: only this command needs the SDK
+
+    serve(McpSettings(data_dir(), STATE.key_file, org, agent, embedder))
+
+
+def main() -> None:
+    """Entry point of the ``agentzero`` console script."""
+    # Everything this process creates is private (files 0600, directories 0700),
+    # whatever the caller's umask: SQLite, Tantivy and hnswlib create files with the
+    # umask's mode, and a store's files are nobody else's business.
+    os.umask(0o077)
+    setup_logging()
+    _mount_rag()
+    app()
+
+
+def _mount_rag() -> None:
+    # Imported here, not at module level: commands that do not need the rag commands
+    # should not pay for importing rag (and only the entry point composes the two).
+    from . import rag as rag_cli
+
+    if not any(g.name == "rag" for g in app.registered_groups):
+        app.add_typer(rag_cli.app, name="rag", help="Documents: ingest, query, watch, compact.")
+        cli_store.EXTRA_STORES.append(rag_cli.open_existing_store)

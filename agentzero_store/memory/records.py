@@ -1,0 +1,175 @@
+"""Frozen records of the memory store and their explicit (de)serialisation."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, get_args
+
+from ..base.errors import InvalidArgumentError
+from ..base.limits import check_optional_text, check_text, metadata_json
+
+Kind = Literal["granted", "recalled", "self_noted", "archived"]
+Source = Literal["controller", "tool", "peer", "self"]
+KINDS: tuple[str, ...] = get_args(Kind)
+SOURCES: tuple[str, ...] = get_args(Source)
+
+DEFAULT_SCOPE = "default"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _check_aware(name: str, value: datetime | None) -> None:
+    if value is not None and not isinstance(value, datetime):
+        raise InvalidArgumentError(
+            f"{name} must be a datetime, got {type(value).__name__}",
+            hint="use datetime.now(timezone.utc) or similar",
+        )
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise InvalidArgumentError(
+            f"{name} must be timezone-aware", hint="use datetime.now(timezone.utc) or similar"
+        )
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    """One remembered message or note. ``id`` and ``created_at`` are set on append if empty."""
+
+    content: str
+    role: str = "user"
+    conversation_id: str = DEFAULT_SCOPE
+    org_id: str = DEFAULT_SCOPE
+    agent_id: str = DEFAULT_SCOPE
+    expires_at: datetime | None = None
+    kind: Kind = "granted"
+    source: Source = "controller"
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    created_at: datetime | None = None
+    embedding_model: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.content, str) or not self.content.strip():
+            raise InvalidArgumentError("content must be a non-empty string")
+        # Text that does not encode as UTF-8 (lone surrogates) would fail deep in SQLCipher.
+        check_text("content", self.content)
+        for name in ("role", "conversation_id", "org_id", "agent_id"):
+            v = getattr(self, name)
+            if not isinstance(v, str) or not v:
+                raise InvalidArgumentError(f"{name} must be a non-empty string")
+            check_text(name, v)
+        check_optional_text("id", self.id)
+        check_optional_text("embedding_model", self.embedding_model)
+        if self.kind not in KINDS:
+            raise InvalidArgumentError(f"kind must be one of {', '.join(KINDS)}; got {self.kind!r}")
+        if self.source not in SOURCES:
+            raise InvalidArgumentError(
+                f"source must be one of {', '.join(SOURCES)}; got {self.source!r}"
+            )
+        _check_aware("expires_at", self.expires_at)
+        _check_aware("created_at", self.created_at)
+        if self.metadata:  # the common empty case needs no encoding
+            metadata_json(self.metadata)  # JSON only, no NaN, bounded (see ``base.limits``)
+        elif not isinstance(self.metadata, Mapping):
+            raise InvalidArgumentError("metadata must be a JSON object (a mapping)")
+
+    def with_(self, **changes: Any) -> MemoryEntry:
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+    def fingerprint(self) -> str:
+        """Content fingerprint used to deduplicate fused results (case/space-insensitive)."""
+        norm = " ".join(unicodedata.normalize("NFKC", self.content).casefold().split())
+        return hashlib.sha256(norm.encode()).hexdigest()[:32]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (datetimes as ISO 8601)."""
+        return {
+            "id": self.id,
+            "role": self.role,
+            "content": self.content,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "conversation_id": self.conversation_id,
+            "org_id": self.org_id,
+            "agent_id": self.agent_id,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+            "kind": self.kind,
+            "source": self.source,
+            "metadata": dict(self.metadata),
+            "embedding_model": self.embedding_model,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MemoryEntry:
+        """Inverse of ``to_dict`` (unknown keys are rejected)."""
+        if not isinstance(d, Mapping):
+            raise InvalidArgumentError(f"a memory must be a JSON object, got {type(d).__name__}")
+        known = {f for f in cls.__dataclass_fields__}
+        extra = set(d) - known
+        if extra:
+            raise InvalidArgumentError(f"unknown memory fields: {', '.join(sorted(extra))}")
+        kw = dict(d)
+        for k in ("created_at", "expires_at"):
+            if isinstance(kw.get(k), str):
+                kw[k] = parse_datetime(kw[k])
+        kw = {k: v for k, v in kw.items() if v is not None or k in ("expires_at",)}
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """One recall result: the entry, its score, and each signal's 1-based rank."""
+
+    id: str
+    entry: MemoryEntry
+    score: float
+    ranks: Mapping[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {
+            "id": self.id,
+            "score": self.score,
+            "ranks": dict(self.ranks),
+            **{k: v for k, v in self.entry.to_dict().items() if k != "id"},
+        }
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which rows a query may see. ``None`` fields are unconstrained."""
+
+    org_id: str | None = None
+    agent_id: str | None = None
+    conversation_id: str | None = None
+
+    def __post_init__(self) -> None:
+        # Every read path builds a Scope: a value SQLite cannot bind fails here, named.
+        for name in ("org_id", "agent_id", "conversation_id"):
+            check_optional_text(name, getattr(self, name))
+
+    def is_empty(self) -> bool:
+        """True if no field constrains the scope."""
+        return self.org_id is None and self.agent_id is None and self.conversation_id is None
+
+
+def parse_datetime(text: str) -> datetime:
+    """Parse ISO 8601; a naive value is refused (ambiguous)."""
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"not an ISO 8601 datetime: {text!r}") from exc
+    _check_aware("datetime", dt)
+    return dt
+
+
+def to_us(dt: datetime) -> int:
+    """Microseconds since the epoch (UTC) of an aware datetime."""
+    return (dt - _EPOCH) // timedelta(microseconds=1)
+
+
+def from_us(us: int) -> datetime:
+    """Aware UTC datetime from microseconds since the epoch."""
+    return _EPOCH + timedelta(microseconds=us)
