@@ -39,7 +39,10 @@ from ..storage.sqlcipher import Database
 Severity = Literal["error", "note"]
 
 FIX_RESTORE = "agentzero store restore BACKUP --data-dir NEW_DIR (then point agents at NEW_DIR)"
-FIX_SALVAGE = "agentzero rag salvage RECOVERED.jsonl (then replace rag/index.jsonl with it)"
+FIX_SALVAGE = (
+    "agentzero rag salvage RECOVERED.jsonl, replace rag/index.jsonl with it, then "
+    "agentzero store accept-loss --yes (records what salvage could not recover)"
+)
 FIX_REBUILD = "agentzero store rebuild"
 FIX_ROTATE = "agentzero key rotate"
 FIX_ACCEPT = FIX_LOSS

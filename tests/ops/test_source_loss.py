@@ -367,3 +367,23 @@ def test_a_store_from_before_the_ledger_is_upgraded_once_then_protected(
     # From now on the slot binds the ledger: deleting it is a loss, not an old store.
     (data_dir / "sources.ledger").unlink()
     assert_refused(cli(data_dir, "rag", "list", check=False), "ledger is missing")
+
+
+def test_salvage_then_accept_loss_is_the_way_back_from_a_damaged_log(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    docs_store(data_dir, 40)
+    log = data_dir / "rag" / "index.jsonl"
+    raw = bytearray(log.read_bytes())
+    raw[record_offsets(log)[10] + 30] ^= 0x01  # record 10 no longer authenticates
+    log.write_bytes(bytes(raw))
+    rep = js(cli(data_dir, "store", "verify", "--json", check=False))
+    assert any("accept-loss" in f["fix"] for f in rep["findings"])
+    out = tmp_path / "salvaged.jsonl"
+    cli(data_dir, "rag", "salvage", str(out), "--json")
+    out.replace(log)  # a new generation of 39 records
+    assert_refused(cli(data_dir, "rag", "list", check=False), "generation")
+    r = js(cli(data_dir, "store", "accept-loss", "--yes", "--json"))
+    assert r["losses"][0]["found"].startswith("seq 39 ")
+    assert len(js(cli(data_dir, "rag", "list", "--json"))) == 39
+    assert js(cli(data_dir, "store", "verify", "--json"))["clean"]
