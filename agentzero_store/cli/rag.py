@@ -272,7 +272,10 @@ def salvage(
         for s in report.skipped:
             out.print(f"  skipped line {s.lineno} at byte {s.offset}: {s.reason}")
         if report.skipped:
-            out.print("review it, then replace rag/index.jsonl with it (keep the damaged copy)")
+            out.print(
+                "review it, then replace rag/index.jsonl with it (keep the damaged copy) "
+                "and run `agentzero store accept-loss --yes`"
+            )
 
     emit(result, human)
 
