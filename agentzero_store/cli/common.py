@@ -23,6 +23,7 @@ import typer
 import typer.models
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from ..base.config import StoreConfig, default_data_dir
 from ..base.errors import AgentZeroStoreError, InvalidArgumentError
@@ -89,6 +90,24 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: to_jsonable(v) for k, v in value.items()}
     return value
+
+
+def show_table(table: Table) -> None:
+    """A table on a terminal; elsewhere (a pipe, a file) one line per row, tab-separated,
+    header first, so that no cell (a file path, a finding) is wrapped or cut and every
+    row is one line for grep, cut and awk. ``--json`` is the stable form for programs."""
+    if out.is_terminal:
+        out.print(table)
+        return
+    columns = list(table.columns)
+
+    def clean(cell: object) -> str:
+        return " ".join(str(cell).split())  # no tab or newline may split a row
+
+    sys.stdout.write("\t".join(clean(c.header) for c in columns) + "\n")
+    for row in zip(*(list(c.cells) for c in columns), strict=True):
+        sys.stdout.write("\t".join(clean(cell) for cell in row) + "\n")
+    sys.stdout.flush()
 
 
 def emit(value: Any, human: Callable[[], None] | None = None) -> None:

@@ -26,6 +26,7 @@ from .common import (
     make_embedder,
     out,
     progress,
+    show_table,
     store_kwargs,
 )
 
@@ -71,7 +72,7 @@ def _hits_table(hits: list[MemoryHit]) -> None:
         t.add_row(
             str(i), f"{h.score:.4f}", ranks, h.entry.role, h.entry.conversation_id, h.entry.content
         )
-    out.print(t)
+    show_table(t)
 
 
 def _entries_table(entries: list[MemoryEntry]) -> None:
@@ -87,7 +88,7 @@ def _entries_table(entries: list[MemoryEntry]) -> None:
             e.id or "",
             e.content,
         )
-    out.print(t)
+    show_table(t)
 
 
 def _expiry(expires_in: float | None, expires_at: str | None) -> datetime | None:

@@ -29,7 +29,7 @@ from ..ops.accept_loss import accept_loss
 from ..ops.verify import VerifyReport, verify_store
 from ..storage.credentials import Credential, resolve_credential
 from ..storage.keys import unlock_slot
-from .common import STATE, JsonOpt, cli_command, data_dir, emit, err, out
+from .common import STATE, JsonOpt, cli_command, data_dir, emit, err, out, show_table
 
 ENV_NEW_PASSPHRASE = "AGENTZERO_NEW_PASSPHRASE"
 
@@ -117,7 +117,7 @@ def _print_report(report: VerifyReport) -> None:
         t = Table("severity", "file", "where", "problem", "fix")
         for f in report.findings:
             t.add_row(f.severity, f.file, f.where or "", f.problem, f.fix)
-        out.print(t)
+        show_table(t)
     out.print("clean" if report.clean else "NOT clean: see the findings above")
 
 

@@ -29,6 +29,7 @@ from .common import (
     make_embedder,
     out,
     progress,
+    show_table,
     store_kwargs,
 )
 
@@ -61,7 +62,7 @@ def _hits_table(hits: list[DocumentHit]) -> None:
     for i, h in enumerate(hits, 1):
         ranks = " ".join(f"{k}={v}" for k, v in h.ranks.items())
         t.add_row(str(i), h.id, f"{h.score:.4f}", ranks, f"{h.start}-{h.end}", h.snippet(120))
-    out.print(t)
+    show_table(t)
 
 
 # Exit status of `rag ingest DIR` when some files FAILED (too large, not UTF-8,
@@ -211,7 +212,10 @@ def list_(json_out: JsonOpt = False) -> None:
         t = Table("id", "title", "chars", "updated")
         for r in rows:
             t.add_row(r["id"], r["title"] or "", str(r["chars"]), r["updated_at"][:19])
-        out.print(t if rows else "no documents")
+        if rows:
+            show_table(t)
+        else:
+            out.print("no documents")
 
     emit(rows, human)
 

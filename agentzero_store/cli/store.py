@@ -18,7 +18,7 @@ from rich.table import Table
 from ..base.errors import InvalidArgumentError
 from ..memory.store import SqliteMemoryStore
 from ..sidecar.types import Progress, SidecarStatus
-from .common import JsonOpt, cli_command, data_dir, emit, out, progress, store_kwargs
+from .common import JsonOpt, cli_command, data_dir, emit, out, progress, show_table, store_kwargs
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -118,7 +118,7 @@ def status(json_out: JsonOpt = False) -> None:
                 r["last_checkpoint"] or "never",
                 emb,
             )
-        out.print(t)
+        show_table(t)
 
     emit(rows, human)
 
