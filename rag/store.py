@@ -116,25 +116,24 @@ class DocumentStore:
             prompt=prompt,
             io=io,
         )
+
         def writer() -> WriterLock:
             return acquire_writer(
                 layout.root, timeout=config.writer_lock_timeout_s, purpose="document open"
             )
 
-        if readonly and not layout.rag_log.exists():
-            # The store exists (keys.json opened) but has no document log: if the ledger
-            # says nothing was ever acknowledged in one, an empty log is the truth, and
-            # creating it changes no data (a lost log is refused here instead).
-            with open_ledger(layout, keys, writable=True) as ledger:
-                guard = SourceGuard(ledger, "documents", layout.rag_log, writer=writer)
-                DocumentLog.open(layout.rag_log, keys, io=io, acks=guard).close()
-        # The log belongs to the store: it is created whenever the key header exists.
-        doclog: DocumentLog | None = None
         # Writable even for a read-only open: a store from before the ledger is recorded
         # by whichever open comes first (under the writer lock); nothing else is written.
         ledger = open_ledger(layout, keys, writable=True, flush_every=config.checkpoint_every)
+        doclog: DocumentLog | None = None
         try:
             guard = SourceGuard(ledger, "documents", layout.rag_log, writer=writer)
+            if readonly and not layout.rag_log.exists():
+                # The store exists (keys.json opened) but has no document log: if the
+                # ledger says nothing was ever acknowledged in one, an empty log is the
+                # truth and creating it changes no data (a lost log is refused here).
+                DocumentLog.open(layout.rag_log, keys, io=io, acks=guard).close()
+            # The log belongs to the store: it is created whenever the key header exists.
             doclog = DocumentLog.open(
                 layout.rag_log, keys, io=io, create=True, readonly=readonly, acks=guard
             )

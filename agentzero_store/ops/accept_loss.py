@@ -27,7 +27,7 @@ from typing import Any
 from ..base.config import Layout, StoreConfig
 from ..base.errors import CorruptStoreError
 from ..memory.schema import migrate
-from ..memory.source import memory_seq
+from ..memory.source import memory_present, memory_seq
 from ..storage.acks import SOURCES, Ledger, Source, SourceState, count, create_ledger
 from ..storage.credentials import Credential
 from ..storage.fileio import DEFAULT_IO, FileIO
@@ -85,20 +85,21 @@ def accept_loss(root: Path | str, cred: Credential, *, io: FileIO = DEFAULT_IO) 
 
 
 def _ledger(layout: Layout, keys: StoreKeys, result: AcceptLossResult, io: FileIO) -> Ledger:
-    try:
-        ledger = Ledger(layout.root, keys.ledger_key, keys.store_id, writable=True, io=io)
-    except CorruptStoreError:
-        # Missing or damaged: a new one. Every source is then recorded as found below.
-        create_ledger(layout.root, keys.ledger_key, keys.store_id, io=io)
-        result.ledger_restarted = True
+    def opened() -> Ledger:
         return Ledger(layout.root, keys.ledger_key, keys.store_id, writable=True, io=io)
-    for source in SOURCES:
-        if ledger.read(source).state is None:  # neither slot authenticates
-            ledger.close()
-            create_ledger(layout.root, keys.ledger_key, keys.store_id, io=io)
-            result.ledger_restarted = True
-            return Ledger(layout.root, keys.ledger_key, keys.store_id, writable=True, io=io)
-    return ledger
+
+    try:
+        ledger: Ledger | None = opened()
+    except CorruptStoreError:
+        ledger = None  # missing, or not a ledger any more
+    if ledger is not None and all(ledger.read(s).state is not None for s in SOURCES):
+        return ledger
+    if ledger is not None:
+        ledger.close()  # a source's entry has no authentic slot left
+    # A new ledger; every source is then recorded as found.
+    create_ledger(layout.root, keys.ledger_key, keys.store_id, io=io)
+    result.ledger_restarted = True
+    return opened()
 
 
 def _record(
@@ -130,7 +131,7 @@ def _describe(st: SourceState) -> str:
 def _memory(layout: Layout, keys: StoreKeys, ledger: Ledger, result: AcceptLossResult) -> None:
     path = layout.memory_db
     state = ledger.state("memory")
-    present = path.exists() and path.stat().st_size > 0
+    present = memory_present(path)
     if not present:
         problem = judge_memory(state, present=False, seq=0)
         if problem is None and not result.ledger_restarted:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from ..base.config import Layout, StoreConfig
 from ..base.errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
 from ..memory.schema import get_meta
-from ..memory.source import memory_seq
+from ..memory.source import memory_present, memory_seq
 from ..sidecar.manifest import MANIFEST
 from ..sidecar.mechanism import Sidecar
 from ..sidecar.types import Change
@@ -197,7 +197,7 @@ def _check_memory(
     layout: Layout, keys: StoreKeys, report: VerifyReport, acked: SourceState
 ) -> int | None:
     path = layout.memory_db
-    if not path.exists() or path.stat().st_size == 0:
+    if not memory_present(path):
         # Never opened here: SQLite would write a header into an empty file.
         if (problem := judge_memory(acked, present=False, seq=0)) is not None:
             report.findings.append(Finding(str(path), None, problem, FIX_ACCEPT))

@@ -118,9 +118,7 @@ class SourceGuard:
     def will_create(self) -> None:
         """Record, before the source file is first created, that it exists from now on
         (so a planted or emptied file is never taken for a new source later)."""
-        st = self.state()
-        if not st.created:
-            self._locked_update(replace(st, created=True, seq=0, generation=None))
+        self.adopt(0)
 
     def adopt(self, seq: int, generation: str | None = None) -> None:
         """Record a source the ledger did not know (a store from before the ledger)."""
