@@ -5,6 +5,7 @@ higher one (see docs/architecture.md). Python runs it before any submodule of th
 package can be imported, so what it plugs in holds in every process.
 """
 
+from .agentmem import AgentMemory, Turn
 from .base.config import KdfParams, StoreConfig
 from .base.errors import (
     AgentZeroStoreError,
@@ -41,6 +42,7 @@ from .storage.datadir import install_rotation_resumer
 install_rotation_resumer(resume_rotation)
 
 __all__ = [
+    "AgentMemory",
     "AgentZeroStoreError",
     "CorruptStoreError",
     "Credential",
@@ -67,6 +69,7 @@ __all__ = [
     "StoreIOError",
     "StoreNotFoundError",
     "TamperedRecordError",
+    "Turn",
     "WrongKeyError",
     "generate_key_file",
 ]

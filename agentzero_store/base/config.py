@@ -51,6 +51,23 @@ class StoreConfig:
     # term statistics, never a word) or "sealed" (plain words in RAM, sealed checkpoint
     # re-indexed on every open: leaks nothing). See agentzero_store.sidecar.bm25.
     bm25_terms: str = "blinded"
+    # Agent memory (agentzero_store.agentmem). Stabilities are FSRS S: the time after
+    # which a memory's retrievability R falls to 0.9 (R = 0.5 at 9 S).
+    stability_episodic_days: float = 3.0
+    stability_semantic_days: float = 30.0
+    stability_procedural_days: float = 14.0
+    salience_beta: float = 1.0  # S_eff = S * (1 + beta * salience), salience in [0, 1]
+    archive_below: float = 0.05  # consolidation archives memories whose R fell below this
+    forget_undo_days: float = 7.0  # a soft forget can be undone this long
+    promote_min_duplicates: int = 3  # episodic near-duplicates that make a semantic fact
+    near_duplicate_jaccard: float = 0.85  # word-set Jaccard at which texts are duplicates
+    access_flush_every: int = 256  # recall accesses buffered before one write
+    # Edge confidence halves every this many days (0: never decays).
+    half_life_temporal_days: float = 30.0
+    half_life_causal_days: float = 180.0
+    half_life_entity_days: float = 365.0
+    half_life_semantic_days: float = 90.0
+    half_life_supersedes_days: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +95,11 @@ class Layout:
     def memory_db(self) -> Path:
         """SQLCipher database holding conversation memory."""
         return self.root / "memory.db"
+
+    @property
+    def memory_archive(self) -> Path:
+        """SQLCipher database holding archived memories' text (``agentmem.archive``)."""
+        return self.root / "memory.archive.db"
 
     @property
     def memory_hnsw(self) -> Path:

@@ -8,7 +8,7 @@ from ..base.errors import CorruptStoreError, SchemaVersionError
 from ..storage.sqlcipher import Database
 from .fts_scope import SQL_FUNCTION, scope_tokens
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Every migration moves the schema from version i to i+1; never edit a shipped one.
 MIGRATIONS: tuple[str, ...] = (
@@ -72,6 +72,25 @@ MIGRATIONS: tuple[str, ...] = (
         SELECT label, content, az_scope_tokens(org_id, agent_id, conversation_id)
         FROM memory ORDER BY label;
     """,
+    # v4: the keyword index becomes contentless. Before, FTS5 kept a second copy of every
+    # memory's text; now it keeps only its tokens (the ``memory`` row is the one place
+    # text lives, and the file shrinks by that copy). ``contentless_delete`` lets rows be
+    # deleted, and FTS5's own ``secure-delete`` removes a deleted row's entries from the
+    # index instead of leaving delete markers beside them until a merge: forgotten and
+    # erased memories leave no tokens behind (erase also runs 'optimize', see
+    # ``purge_keyword_index``). An archived memory keeps its tokens here while its text
+    # moves to the archive, so keyword recall still finds it.
+    """
+    DROP TABLE memory_fts;
+    CREATE VIRTUAL TABLE memory_fts USING fts5 (
+        content, scope, content = '', contentless_delete = 1,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);
+    INSERT INTO memory_fts (rowid, content, scope)
+        SELECT label, content, az_scope_tokens(org_id, agent_id, conversation_id)
+        FROM memory ORDER BY label;
+    """,
 )
 
 
@@ -97,10 +116,21 @@ def migrate(db: Database, store_id: str) -> None:
         raise CorruptStoreError("memory.db belongs to another store", path=db.path)
 
 
+def purge_keyword_index(db: Database) -> None:
+    """Merge the keyword index into one segment, dropping every deleted row's entries.
+
+    ``secure-delete`` already removes a deleted row's postings, but a term no row uses any
+    more can stay in a segment's term list until the segment is rewritten (measured with
+    SQLite 3.53): 'optimize' rewrites them all. Run after an erase.
+    """
+    with db.tx() as c:
+        c.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+
+
 def get_meta(db: Database, key: str) -> str | None:
     """A value from the ``meta`` table (store id, embedding model and dimension)."""
     rows = db.query("SELECT value FROM meta WHERE key = ?", (key,))
     return str(rows[0][0]) if rows else None
 
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "get_meta", "migrate"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "get_meta", "migrate", "purge_keyword_index"]

@@ -46,9 +46,7 @@ def encode(
     )
 
 
-def parse(
-    blob: memoryview, dim: int
-) -> tuple[I64, npt.NDArray[np.int32], I64, list[list[str]]]:
+def parse(blob: memoryview, dim: int) -> tuple[I64, npt.NDArray[np.int32], I64, list[list[str]]]:
     """The labels, scope ids and expiries in ``blob``, plus the names, checked."""
     head = len(MAGIC) + _LEN.size
     if len(blob) < head or bytes(blob[: len(MAGIC)]) != MAGIC:

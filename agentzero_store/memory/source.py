@@ -19,12 +19,28 @@ from ..storage.sources import SourceGuard, judge_memory, loss_error, open_ledger
 from ..storage.sqlcipher import Database
 from .schema import migrate
 
+LAYER_WRITES = "layer_writes"
+"""``meta`` key: how many committed writes of a layer above changed no memory row."""
 
-def memory_seq(db: Database) -> int:
-    """The newest seq of ``memory.db``'s change feed (0 before the schema exists)."""
+
+def feed_seq(db: Database) -> int:
+    """The newest seq of ``memory.db``'s change feed (0 before the schema exists): what a
+    sidecar covers."""
     if not db.query("SELECT 1 FROM sqlite_master WHERE name = 'changes'"):
         return 0
     return int(db.query("SELECT coalesce(max(seq), 0) FROM changes")[0][0])
+
+
+def memory_seq(db: Database) -> int:
+    """What the ledger acknowledges for ``memory.db``: the feed seq plus the writes that
+    changed no memory row (the agent layer's feedback, outcome counts, fact confidence).
+
+    Both parts only grow, so any lost commit (a dropped WAL, an older copy) makes the sum
+    smaller than the ledger's and is detected, whichever table it wrote.
+    """
+    seq = feed_seq(db)
+    rows = db.query("SELECT value FROM meta WHERE key = ?", (LAYER_WRITES,)) if seq else []
+    return seq + (int(rows[0][0]) if rows else 0)
 
 
 def memory_present(path: Path) -> bool:
@@ -78,4 +94,4 @@ def open_source(
     return db, guard
 
 
-__all__ = ["memory_present", "memory_seq", "open_source"]
+__all__ = ["LAYER_WRITES", "feed_seq", "memory_present", "memory_seq", "open_source"]

@@ -13,8 +13,9 @@ per concern in this package:
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -33,7 +34,8 @@ from . import recall, write
 from .feed import Change, MemoryFeed
 from .records import MemoryEntry, MemoryHit, Scope, to_us
 from .rows import COLUMNS, positive, row_to_entry, scope_where
-from .source import open_source
+from .source import memory_seq, open_source
+from .tx import WriteTx
 
 if TYPE_CHECKING:
     from ..sidecar.types import OpenReport, Progress, SidecarStatus
@@ -135,6 +137,12 @@ class SqliteMemoryStore:
     ) -> None:
         self.close()
 
+    @property
+    def database(self) -> Database:
+        """The open ``memory.db`` connection, for reads of a layer built on this store
+        (its writes go through ``transaction()``)."""
+        return self._live()
+
     def _live(self) -> Database:
         if self._closed:
             raise StoreClosedError("the memory store is closed")
@@ -233,6 +241,33 @@ class SqliteMemoryStore:
         self._sync_indexes()
         return ids
 
+    def prepare(
+        self, entries: Sequence[MemoryEntry], vectors: Sequence[Any] | None = None
+    ) -> write.Prepared:
+        """Entries made ready for ``WriteTx.insert``: validated, ids chosen, vectors
+        computed by the store's embedder unless given. Call outside the transaction."""
+        return write.prepare(
+            self._live(), entries, vectors, embedder=self.embedder, now=self._clock()
+        )
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[WriteTx]:
+        """One write transaction for a layer that keeps its own tables in ``memory.db``.
+
+        Holds the data dir's writer role; memory rows inserted or deleted through the
+        ``WriteTx`` and the caller's own statements commit together. After the commit the
+        write is acknowledged in the ledger and the indexes follow the change feed.
+        """
+        with self._writer():
+            with self._live().tx() as c:
+                tx = WriteTx(c)
+                yield tx
+                tx.finish()
+            if tx.wrote:
+                self._acknowledge()
+        if tx.rows_changed:
+            self._sync_indexes()
+
     def delete(self, entry_id: str) -> bool:
         """Delete one entry (content overwritten on disk: secure_delete). True if it existed."""
         return self._delete_where("id = ?", (check_text("id", entry_id),)) > 0
@@ -270,7 +305,7 @@ class SqliteMemoryStore:
         # After the commit returned (the write is durable): the ledger now says memory.db
         # holds at least this seq, so a later rollback (a lost WAL) is detected on open.
         if self._acks is not None:
-            self._acks.acknowledge(self.feed.source_seq())
+            self._acks.acknowledge(memory_seq(self._db))
 
     def _delete_where(self, where: str, params: Sequence[Any]) -> int:
         with self._writer():

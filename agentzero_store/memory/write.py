@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -51,29 +52,36 @@ def check_embedder(db: Database, embedder: Embedder | None) -> str:
     return embedder.model_id
 
 
-def append_many(
+@dataclass(frozen=True)
+class Prepared:
+    """Entries ready to insert: ids chosen, vectors computed (outside any transaction, so
+    embedding never holds the write lock)."""
+
+    entries: list[MemoryEntry]
+    vecs: Sequence[Any] | Vector
+    model: str | None
+    ids: list[str]
+    now_us: int
+
+
+def prepare(
     db: Database,
     entries: Sequence[MemoryEntry],
     vectors: Sequence[Any] | None,
     *,
     embedder: Embedder | None,
     now: datetime,
-) -> list[str]:
-    """Insert ``entries`` in one transaction (all or none); returns their ids.
-
-    Batched: vectors are validated and normalised as one matrix, and each table gets one
-    ``executemany`` with labels chosen here (see ``_next_label``), instead of per-row
-    ``execute`` calls that read each label back.
-    """
+) -> Prepared:
+    """Validate ``entries``, choose their ids and compute their vectors (if an embedder)."""
     entries = list(entries)
     if vectors is not None and len(vectors) != len(entries):
         raise InvalidArgumentError(f"{len(entries)} entries but {len(vectors)} vectors")
-    if not entries:
-        return []
     _refuse_repeated_ids(entries)
     model: str | None
     vecs: Sequence[Any] | Vector
-    if vectors is not None:
+    if not entries:
+        model, vecs = None, []
+    elif vectors is not None:
         model = entries[0].embedding_model
         vecs = vectors
     elif embedder is not None:
@@ -84,57 +92,85 @@ def append_many(
     now_us = to_us(now)
     fresh = iter(_new_ids(sum(1 for e in entries if not e.id), now_us))
     ids = [e.id or next(fresh) for e in entries]
-    with db.tx() as c:
-        keep = _not_yet_stored(c, entries)
-        if len(keep) < len(entries):  # identical re-sends: already stored, write nothing
-            if not keep:
-                return ids
-            entries, vecs = [entries[i] for i in keep], [vecs[i] for i in keep]
-        written = [ids[i] for i in keep] if len(keep) < len(ids) else ids
-        dim = _ensure_dim(c, model, vecs)
-        blobs = _blobs(vecs, dim)
-        first = _next_label(c)
-        labels = range(first, first + len(entries))
-        c.executemany(
-            "INSERT INTO memory (label, id, role, content, created_at_us, conversation_id,"
-            " org_id, agent_id, expires_at_us, kind, source, metadata, fingerprint,"
-            " embedding_model) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [
-                (
-                    label,
-                    eid,
-                    e.role,
-                    e.content,
-                    to_us(e.created_at) if e.created_at else now_us,
-                    e.conversation_id,
-                    e.org_id,
-                    e.agent_id,
-                    to_us(e.expires_at) if e.expires_at else None,
-                    e.kind,
-                    e.source,
-                    # Most entries carry no metadata: skip the encoder for the common case.
-                    json.dumps(dict(e.metadata), sort_keys=True) if e.metadata else "{}",
-                    e.fingerprint(),
-                    (e.embedding_model or model) if blob is not None else None,
-                )
-                for label, eid, e, blob in zip(labels, written, entries, blobs, strict=True)
-            ],
-        )
-        c.executemany(
-            "INSERT INTO memory_vec (label, embedding) VALUES (?, ?)",
-            [(label, blob) for label, blob in zip(labels, blobs, strict=True) if blob is not None],
-        )
-        c.executemany(
-            "INSERT INTO memory_fts (rowid, content, scope) VALUES (?, ?, ?)",
-            [
-                (label, e.content, scope_tokens(e.org_id, e.agent_id, e.conversation_id))
-                for label, e in zip(labels, entries, strict=True)
-            ],
-        )
-        c.executemany(
-            "INSERT INTO changes (op, label) VALUES ('insert', ?)", [(label,) for label in labels]
-        )
-    return ids
+    return Prepared(entries, vecs, model, ids, now_us)
+
+
+def append_many(
+    db: Database,
+    entries: Sequence[MemoryEntry],
+    vectors: Sequence[Any] | None,
+    *,
+    embedder: Embedder | None,
+    now: datetime,
+) -> list[str]:
+    """Insert ``entries`` in one transaction (all or none); returns their ids."""
+    p = prepare(db, entries, vectors, embedder=embedder, now=now)
+    if p.entries:
+        with db.tx() as c:
+            insert(c, p)
+    return p.ids
+
+
+def insert(c: Any, p: Prepared) -> list[tuple[str, int]]:
+    """Insert prepared entries inside the caller's write transaction; returns the
+    (id, label) of each row written (identical re-sends of stored memories are skipped).
+
+    Batched: vectors are validated and normalised as one matrix, and each table gets one
+    ``executemany`` with labels chosen here (see ``_next_label``), instead of per-row
+    ``execute`` calls that read each label back.
+    """
+    entries, vecs, ids = p.entries, p.vecs, p.ids
+    keep = _not_yet_stored(c, entries)
+    if len(keep) < len(entries):  # identical re-sends: already stored, write nothing
+        if not keep:
+            return []
+        entries, vecs = [entries[i] for i in keep], [vecs[i] for i in keep]
+    written = [ids[i] for i in keep] if len(keep) < len(ids) else ids
+    dim = _ensure_dim(c, p.model, vecs)
+    blobs = _blobs(vecs, dim)
+    first = _next_label(c)
+    labels = range(first, first + len(entries))
+    now_us, model = p.now_us, p.model
+    c.executemany(
+        "INSERT INTO memory (label, id, role, content, created_at_us, conversation_id,"
+        " org_id, agent_id, expires_at_us, kind, source, metadata, fingerprint,"
+        " embedding_model) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (
+                label,
+                eid,
+                e.role,
+                e.content,
+                to_us(e.created_at) if e.created_at else now_us,
+                e.conversation_id,
+                e.org_id,
+                e.agent_id,
+                to_us(e.expires_at) if e.expires_at else None,
+                e.kind,
+                e.source,
+                # Most entries carry no metadata: skip the encoder for the common case.
+                json.dumps(dict(e.metadata), sort_keys=True) if e.metadata else "{}",
+                e.fingerprint(),
+                (e.embedding_model or model) if blob is not None else None,
+            )
+            for label, eid, e, blob in zip(labels, written, entries, blobs, strict=True)
+        ],
+    )
+    c.executemany(
+        "INSERT INTO memory_vec (label, embedding) VALUES (?, ?)",
+        [(label, blob) for label, blob in zip(labels, blobs, strict=True) if blob is not None],
+    )
+    c.executemany(
+        "INSERT INTO memory_fts (rowid, content, scope) VALUES (?, ?, ?)",
+        [
+            (label, e.content, scope_tokens(e.org_id, e.agent_id, e.conversation_id))
+            for label, e in zip(labels, entries, strict=True)
+        ],
+    )
+    c.executemany(
+        "INSERT INTO changes (op, label) VALUES ('insert', ?)", [(label,) for label in labels]
+    )
+    return list(zip(written, labels, strict=True))
 
 
 def _duplicate(eid: str) -> DuplicateIdError:
@@ -266,14 +302,39 @@ def _ensure_dim(c: Any, model: str | None, vecs: Sequence[Any] | Vector) -> int 
 def delete_where(db: Database, where: str, params: Sequence[Any]) -> int:
     """Delete the rows matching ``where`` (one transaction); returns how many."""
     with db.tx() as c:
-        labels = [(r[0],) for r in c.execute(f"SELECT label FROM memory WHERE {where}", params)]
-        # The vector goes in the same transaction (secure_delete zeroes its bytes).
-        c.executemany("DELETE FROM memory_vec WHERE label = ?", labels)
-        c.executemany("DELETE FROM memory WHERE label = ?", labels)
-        c.executemany("DELETE FROM memory_fts WHERE rowid = ?", labels)
-        # A delete is a change with its own seq, so sidecars replay it too.
-        c.executemany("INSERT INTO changes (op, label) VALUES ('delete', ?)", labels)
+        labels = [r[0] for r in c.execute(f"SELECT label FROM memory WHERE {where}", params)]
+        delete_labels(c, labels)
     return len(labels)
 
 
-__all__ = ["append_many", "check_embedder", "delete_where", "embedding_info"]
+def replace_keywords(c: Any, label: int, text: str, scope: tuple[str, str, str]) -> None:
+    """Replace the keyword entries of row ``label`` with those of ``text``."""
+    c.execute("DELETE FROM memory_fts WHERE rowid = ?", (label,))
+    c.execute(
+        "INSERT INTO memory_fts (rowid, content, scope) VALUES (?, ?, ?)",
+        (label, text, scope_tokens(*scope)),
+    )
+
+
+def delete_labels(c: Any, labels: Sequence[int]) -> None:
+    """Delete rows by label inside the caller's write transaction: the row, its vector
+    and its keyword entries (secure_delete zeroes their bytes), each with a change."""
+    rows = [(label,) for label in labels]
+    c.executemany("DELETE FROM memory_vec WHERE label = ?", rows)
+    c.executemany("DELETE FROM memory WHERE label = ?", rows)
+    c.executemany("DELETE FROM memory_fts WHERE rowid = ?", rows)
+    # A delete is a change with its own seq, so sidecars replay it too.
+    c.executemany("INSERT INTO changes (op, label) VALUES ('delete', ?)", rows)
+
+
+__all__ = [
+    "Prepared",
+    "append_many",
+    "check_embedder",
+    "delete_labels",
+    "delete_where",
+    "embedding_info",
+    "insert",
+    "prepare",
+    "replace_keywords",
+]

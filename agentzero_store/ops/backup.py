@@ -38,6 +38,7 @@ from ..base.errors import (
     StoreNotFoundError,
     TamperedRecordError,
 )
+from ..memory.source import memory_seq
 from ..storage.acks import Source, SourceState, create_ledger
 from ..storage.credentials import Credential
 from ..storage.fileio import DEFAULT_IO, FileIO, atomic_write, fsync_path, translate_os_errors
@@ -152,7 +153,7 @@ def _snapshot_memory(layout: Layout, keys: StoreKeys, target: Path) -> int | Non
     # The seq of the copy itself (a write may have landed between any two statements).
     copy = Database(target, keys.sqlcipher_key, busy_timeout_ms=cfg.busy_timeout_ms, readonly=True)
     try:
-        return int(copy.query("SELECT coalesce(max(seq), 0) FROM changes")[0][0])
+        return memory_seq(copy)
     finally:
         copy.close()
 

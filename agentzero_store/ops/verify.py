@@ -25,7 +25,7 @@ from typing import Any, Literal
 from ..base.config import Layout, StoreConfig
 from ..base.errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
 from ..memory.schema import get_meta
-from ..memory.source import memory_present, memory_seq
+from ..memory.source import feed_seq, memory_present, memory_seq
 from ..sidecar.manifest import MANIFEST
 from ..sidecar.mechanism import Sidecar
 from ..sidecar.types import Change
@@ -114,9 +114,9 @@ def verify_store(root: Path | str, cred: Credential) -> VerifyReport:
         )
         return report
     acked = _check_ledger(layout, keys, report)
-    memory_seq = _check_memory(layout, keys, report, acked["memory"])
+    covered = _check_memory(layout, keys, report, acked["memory"])
     log_state = _check_log(layout, keys, report, acked["documents"])
-    _check_sidecars(layout, keys, memory_seq, log_state, report)
+    _check_sidecars(layout, keys, covered, log_state, report)
     return report
 
 
@@ -196,6 +196,7 @@ def _check_ledger(
 def _check_memory(
     layout: Layout, keys: StoreKeys, report: VerifyReport, acked: SourceState
 ) -> int | None:
+    """Check memory.db; returns its change-feed seq (what its sidecars must cover)."""
     path = layout.memory_db
     if not memory_present(path):
         # Never opened here: SQLite would write a header into an empty file.
@@ -223,7 +224,7 @@ def _check_memory(
         if (problem := judge_memory(acked, present=True, seq=seq)) is not None:
             report.findings.append(Finding(str(path), f"seq {seq}", problem, FIX_ACCEPT))
         report.checked["memory_db"] = {"pages_checked": True, "seq": seq}
-        return seq
+        return feed_seq(db)  # what the sidecars cover
     except AgentZeroStoreError as exc:
         # Damage bad enough that SQLite cannot even run the checks (page 1, the schema).
         report.findings.append(Finding(str(path), _page_of(exc.message), exc.message, FIX_RESTORE))

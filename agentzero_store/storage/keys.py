@@ -116,6 +116,11 @@ class StoreKeys:
         return self.subkey("sqlcipher")
 
     @property
+    def archive_key(self) -> bytes:
+        """Raw key for the SQLCipher archive of faded memories (``memory.archive.db``)."""
+        return self.subkey("archive")
+
+    @property
     def documents_key(self) -> bytes:
         """AES-256-GCM key for document-log records."""
         return self.subkey("documents")

@@ -1,0 +1,182 @@
+"""Consolidation: promote recurring episodes to semantic memories, merge near-duplicate
+notes, decay everything, archive what faded, delete what expired, purge old forgets.
+
+Deterministic (inputs are read in a fixed order; near-duplicates are a fixed MinHash
+with an exact Jaccard check) and idempotent (a second run at the same time changes
+nothing: promoted episodes are marked, merged twins and faded memories are archived,
+retrievability snapshots are equal). Crash-safe: each step commits on its own; a
+promotion commits the new semantic memory and the marks on its sources in one
+transaction (never doubled), and anything archived afterwards is archived only after
+what replaces it is committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..memory.records import MemoryEntry, to_us
+from ..memory.schema import purge_keyword_index
+from . import dedup, fsrs
+from .records import ConsolidationReport
+
+if TYPE_CHECKING:
+    from .memory import AgentMemory
+
+Progress = Callable[[str, int, int], None]  # (step, done, total)
+DAY_US = 86_400 * 1_000_000
+
+
+def consolidate(
+    mem: AgentMemory, now: datetime, *, dry_run: bool, progress: Progress | None
+) -> ConsolidationReport:
+    """See ``AgentMemory.consolidate``."""
+    tell = progress or (lambda step, done, total: None)
+    now_us = to_us(now)
+    expired, purged = _expire(mem, now_us, dry_run)
+    tell("expire", 1, 5)
+    promoted, linked = _promote(mem, now_us, dry_run)
+    tell("promote", 2, 5)
+    merged = _merge(mem, now_us, dry_run)
+    tell("merge", 3, 5)
+    decayed, faded = _decay(mem, now_us, dry_run)
+    tell("decay", 4, 5)
+    archived = len(faded) if dry_run else mem._life.archive(faded)
+    if not dry_run:
+        mem._life.drop_spare_archive_copies()
+    tell("archive", 5, 5)
+    return ConsolidationReport(
+        promoted=promoted,
+        linked=linked,
+        decayed=decayed,
+        archived=archived,
+        merged=merged,
+        expired=expired,
+        purged=purged,
+        dry_run=dry_run,
+    )
+
+
+def _expire(mem: AgentMemory, now_us: int, dry_run: bool) -> tuple[int, int]:
+    """Delete memories past their TTL (and layer rows whose memory row the store
+    deleted), and empty undo entries past their window."""
+    repo = mem.repo
+    expired = repo.expired(now_us)
+    orphans = [(o, -1) for o in repo.orphans()]
+    purge = repo.purgeable(now_us)
+    if dry_run or not (expired or orphans or purge):
+        return len(expired), len(purge)
+    with repo.transaction() as tx:
+        repo.drop(tx, expired + orphans)
+        repo.drop_forgotten(tx, purge)
+    mem.archive_file.delete([*(i for i, _ in expired), *purge])
+    purge_keyword_index(mem.store.database)  # their words leave the index's segments too
+    return len(expired), len(purge)
+
+
+def _promote(mem: AgentMemory, now_us: int, dry_run: bool) -> tuple[int, int]:
+    """Episodes that recur (``promote_min_duplicates`` near-duplicates) become one
+    semantic memory linked to its sources by ``semantic`` edges."""
+    repo, cfg = mem.repo, mem.config
+    episodes = repo.texts_of_type("episodic")
+    by_id = {e[0]: e for e in episodes}
+    groups = dedup.near_duplicate_groups(
+        [(e[0], e[2]) for e in episodes], threshold=cfg.near_duplicate_jaccard
+    )
+    promoted = linked = 0
+    for group in groups:
+        if len(group) < cfg.promote_min_duplicates:
+            continue
+        targets = sorted({t for i in group if (t := by_id[i][4]) is not None})
+        live = [t for t in targets if repo.by_id(t, now_us) is not None]
+        fresh = [i for i in group if by_id[i][4] is None or by_id[i][4] not in live]
+        if not fresh:
+            continue
+        if dry_run:
+            promoted, linked = promoted + (not live), linked + (len(fresh) if live else 0)
+            continue
+        if live:
+            with repo.transaction() as tx:
+                repo.set_promoted(tx, fresh, live[0])
+                repo.add_edges(tx, [(live[0], i, "semantic", 1.0) for i in fresh], now_us)
+            linked += len(fresh)
+            continue
+        first = by_id[group[0]]
+        about = sorted({a for i in group for a in repo.about_of([i]).get(i, ())})
+        vec = repo.vector_of(first[1])
+        entry = MemoryEntry(
+            first[2],
+            role="memory",
+            conversation_id="memories",
+            org_id=mem.org_id,
+            agent_id=mem.agent_id,
+            embedding_model=mem.store.embedding_info()[0] if vec is not None else None,
+        )
+        prepared = mem.store.prepare(
+            [entry], None if vec is None else [np.frombuffer(vec, dtype=np.float32)]
+        )
+        confidence = min(0.99, 1.0 - 0.5 ** len(group))
+        meta = mem._new("semantic", first[2], confidence=confidence, about=about)
+        with repo.transaction() as tx:
+            written = tx.insert(prepared)
+            repo.insert(tx, written, [meta])
+            new_id = prepared.ids[0]
+            repo.set_promoted(tx, group, new_id)
+            repo.add_edges(tx, [(new_id, i, "semantic", 1.0) for i in group], now_us)
+            repo.append_history(tx, now_us, [("promote", new_id, {"sources": list(group)})])
+        promoted += 1
+    return promoted, linked
+
+
+def _merge(mem: AgentMemory, now_us: int, dry_run: bool) -> int:
+    """Near-duplicate semantic notes (not facts: they supersede instead) are merged into
+    the oldest: it gets their access counts and an edge, they are archived after."""
+    repo, cfg = mem.repo, mem.config
+    notes = repo.texts_of_type("semantic")
+    groups = dedup.near_duplicate_groups(
+        [(n[0], n[2]) for n in notes], threshold=cfg.near_duplicate_jaccard
+    )
+    twins = [i for g in groups for i in g[1:]]
+    if dry_run or not twins:
+        return len(twins)
+    for g in groups:
+        with repo.transaction() as tx:  # the keeper first: then its twins may go
+            repo.add_access_counts(tx, g[0], g[1:])
+            repo.add_edges(tx, [(g[0], i, "semantic", 1.0) for i in g[1:]], now_us)
+            repo.append_history(tx, now_us, [("merge", g[0], {"twins": list(g[1:])})])
+    return mem._life.archive(twins)
+
+
+def _decay(mem: AgentMemory, now_us: int, dry_run: bool) -> tuple[int, list[str]]:
+    """Retrievability of every memory at ``now_us``: the snapshots that went down are
+    stored; the live ones below ``archive_below`` are returned to be archived."""
+    rows = mem.repo.decay_rows()
+    if not rows:
+        return 0, []
+    cfg = mem.config
+    stability = np.array([r[3] for r in rows], dtype=np.float64)
+    salience = np.clip(np.array([r[4] for r in rows], dtype=np.float64), 0.0, 1.0)
+    elapsed = np.maximum(0.0, (now_us - np.array([r[5] for r in rows], dtype=np.float64)) / DAY_US)
+    s_eff = stability * (1.0 + cfg.salience_beta * salience)
+    r_now = 1.0 / (1.0 + elapsed / (9.0 * s_eff))  # fsrs.retrievability, vectorised
+    assert abs(r_now[0] - fsrs.retrievability(elapsed[0], s_eff[0])) < 1e-9
+    changed = [
+        (float(r), row[0])
+        for r, row in zip(r_now, rows, strict=True)
+        if row[6] is None or float(r) < row[6] - 1e-12
+    ]
+    faded = [
+        row[0]
+        for r, row in zip(r_now, rows, strict=True)
+        if float(r) < cfg.archive_below and row[8] is None
+    ]
+    if changed and not dry_run:
+        with mem.repo.transaction() as tx:
+            mem.repo.set_retrievability(tx, changed)
+    return len(changed), faded
+
+
+__all__ = ["consolidate"]

@@ -1,0 +1,224 @@
+"""What happens to a memory after it is written: archive and restore, soft forget with
+undo, hard erase — each one transaction in ``memory.db`` (so no index can return a
+forgotten or erased memory once the call returns), ordered against the archive file so a
+crash at any point loses nothing and leaves no text behind that erase promised to remove.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import secrets
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..base.errors import CorruptStoreError, NotFoundError
+from ..memory.records import MemoryEntry, from_us, to_us
+from ..memory.schema import purge_keyword_index
+from .archive import text_digest
+from .records import EraseReport, ForgetReceipt, Memory
+from .repository import Row
+
+if TYPE_CHECKING:
+    from .memory import AgentMemory
+
+ARCHIVE_BATCH = 1_000  # memories per archive transaction
+
+
+class Lifecycle:
+    """Archive, restore, forget, undo and erase for one ``AgentMemory``."""
+
+    def __init__(self, mem: AgentMemory) -> None:
+        self._mem = mem
+
+    # ------------------------------------------------------------------ archive
+    def check_archive(self) -> None:
+        """On open: archived memories need their archive file (fail closed, precisely)."""
+        mem = self._mem
+        archived = mem.repo.all_archived()
+        if archived and not mem.archive_file.exists():
+            first = ", ".join(sorted(archived)[:3])
+            raise CorruptStoreError(
+                f"the archive is missing: memory.db has {len(archived):,} archived memories "
+                f"whose text lives in it (e.g. {first})",
+                path=mem.archive_file.path,
+                hint="restore the data dir from a backup (agentzero store restore)",
+            )
+
+    def hydrate(self, rows: Sequence[Row]) -> list[Memory]:
+        """The memories of ``rows``, archived ones with their text read back (checked
+        against the digest memory.db recorded)."""
+        digests = {r.memory.id: r.digest for r in rows if r.digest is not None}
+        if not digests:
+            return [r.memory for r in rows]
+        texts = self._mem.archive_file.get(digests)
+        out = []
+        for r in rows:
+            m = r.memory
+            if m.id in texts:
+                content, meta = texts[m.id]
+                m = dataclasses.replace(m, content=content, metadata=json.loads(meta))
+            out.append(m)
+        return out
+
+    def archive(self, ids: Sequence[str]) -> int:
+        """Move these memories' text to the archive; returns how many moved.
+
+        The text is committed in the archive first, then memory.db drops it from the row
+        (a crash between leaves a spare copy, removed by consolidation): never a memory
+        without its text.
+        """
+        mem = self._mem
+        done = 0
+        for start in range(0, len(ids), ARCHIVE_BATCH):
+            rows = mem.repo.texts(ids[start : start + ARCHIVE_BATCH])
+            if not rows:
+                continue
+            now_us = mem.now_us()
+            mem.archive_file.put([(i, content, meta) for i, _, content, meta in rows], now_us)
+            with mem.repo.transaction() as tx:
+                mem.repo.mark_archived(
+                    tx, [(i, label, text_digest(c, m)) for i, label, c, m in rows], now_us
+                )
+            done += len(rows)
+        return done
+
+    def restore(self, memory_id: str) -> bool:
+        """Put an archived memory's text back; then drop the archive's copy."""
+        mem = self._mem
+        row = mem.repo.by_id(memory_id, mem.now_us())
+        if row is None or row.digest is None:
+            return False
+        content, meta = mem.archive_file.get({memory_id: row.digest})[memory_id]
+        with mem.repo.transaction() as tx:
+            mem.repo.unarchive(tx, memory_id, row.label, content, meta)
+        mem.archive_file.delete([memory_id])
+        return True
+
+    def drop_spare_archive_copies(self) -> int:
+        """Delete archive rows no memory needs (a crash between the two commits of
+        archive or restore, or a purged forget)."""
+        mem = self._mem
+        spare = mem.archive_file.ids() - set(mem.repo.all_archived())
+        spare -= mem.repo.archived_payload_ids()
+        return mem.archive_file.delete(sorted(spare))
+
+    # ------------------------------------------------------------------ forget, undo
+    def forget(self, selector: tuple[str, str]) -> ForgetReceipt:
+        """Soft forget (see ``AgentMemory.forget``)."""
+        mem = self._mem
+        chosen = mem.repo.select(*selector)
+        if not chosen and selector[0] == "id":
+            raise NotFoundError(f"no memory {selector[1]!r} in this scope")
+        now = mem.now()
+        until = now + timedelta(days=mem.config.forget_undo_days)
+        token = secrets.token_urlsafe(18)
+        if chosen:
+            now_us, until_us = to_us(now), to_us(until)
+            with mem.repo.transaction() as tx:
+                mem.repo.forget(tx, chosen, token, now_us, until_us)
+                mem.repo.append_history(
+                    tx, now_us, [("forget", mid, {"token": token}) for mid, _ in chosen]
+                )
+        return ForgetReceipt(token, len(chosen), until, tuple(mid for mid, _ in chosen))
+
+    def undo(self, token: str) -> int:
+        """Bring back a forget still within its window (see ``AgentMemory.undo``)."""
+        mem = self._mem
+        entries = mem.repo.forgotten(token, mem.now_us())
+        if not entries:
+            raise NotFoundError(
+                "no forget with this token in its undo window",
+                hint="undo works until the receipt's recoverable_until, in the same scope",
+            )
+        payloads = [p for _, p, _ in entries]
+        archived = {
+            p["am_memory"][0]: p["am_memory"][19]
+            for p in payloads
+            if p["am_memory"][18] is not None
+        }
+        texts = mem.archive_file.get(archived)
+        memory_rows = [p["memory"] for p in payloads]
+        records = [
+            MemoryEntry(
+                r[2],
+                role=r[1],
+                conversation_id=r[4],
+                org_id=r[5],
+                agent_id=r[6],
+                created_at=from_us(r[3]),
+                expires_at=from_us(r[7]) if r[7] is not None else None,
+                kind=r[8],
+                source=r[9],
+                metadata=json.loads(r[10]),
+                id=r[0],
+                embedding_model=r[11],
+            )
+            for r in memory_rows
+        ]
+        vectors: list[Any] | None = [
+            np.frombuffer(v, dtype=np.float32) if v is not None else None for _, _, v in entries
+        ]
+        if vectors is not None and all(v is None for v in vectors):
+            vectors = None
+        prepared = mem.store.prepare(records, vectors)
+        now_us = mem.now_us()
+        with mem.repo.transaction() as tx:
+            written = dict(tx.insert(prepared))
+            labels = [written[r[0]] for r in memory_rows]
+            mem.repo.unforget(tx, payloads, labels)
+            for r, label in zip(memory_rows, labels, strict=True):
+                if r[0] in texts:  # archived when forgotten: its words stay searchable
+                    tx.replace_keywords(label, texts[r[0]][0], (r[5], r[6], r[4]))
+            mem.repo.append_history(
+                tx, now_us, [("undo", r[0], {"token": token}) for r in memory_rows]
+            )
+        return len(entries)
+
+    # ------------------------------------------------------------------ erase
+    def erase(self, selector: tuple[str, str]) -> EraseReport:
+        """Hard erase (see ``AgentMemory.erase``)."""
+        mem = self._mem
+        chosen = mem.repo.select(*selector)
+        forgotten = mem.repo.forgotten_select(*selector)
+        if not chosen and not forgotten and selector[0] == "id":
+            raise NotFoundError(f"no memory {selector[1]!r} in this scope")
+        ids = tuple(sorted({mid for mid, _ in chosen} | set(forgotten)))
+        if ids:
+            with mem.repo.transaction() as tx:
+                mem.repo.erase(tx, chosen, forgotten, selector[0], mem.now_us())
+            self.finish_pending_erase()
+        return EraseReport(len(ids), ids)
+
+    def finish_pending_erase(self) -> None:
+        """The steps of an erase after its commit, resumable (``am_purge``): the archive's
+        copy, the keyword index's segments, the HNSW checkpoint and the WAL's old frames.
+        """
+        mem = self._mem
+        ids = mem.repo.pending_purge()
+        if not ids:
+            return
+        self.purge_everywhere(ids)
+        with mem.repo.transaction() as tx:
+            mem.repo.clear_purge(tx, ids)
+        self.truncate_wal()
+
+    def purge_everywhere(self, ids: Sequence[str]) -> None:
+        """Remove every trace of deleted memories beyond their rows: archive copies,
+        keyword tokens, vectors in the HNSW checkpoint, old WAL frames."""
+        mem = self._mem
+        mem.archive_file.delete(ids)
+        purge_keyword_index(mem.store.database)
+        if mem.store.hnsw_index is not None or mem.store.data_dir.joinpath("memory.hnsw").is_dir():
+            mem.store.rebuild_index("hnsw")  # rewrites the checkpoint without the vectors
+        self.truncate_wal()
+
+    def truncate_wal(self) -> None:
+        """Copy the WAL into the database and empty it (old frames hold old pages)."""
+        self._mem.store.database.query("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+__all__ = ["Lifecycle"]

@@ -1,0 +1,703 @@
+"""``AgentMemory``: an agent's memory on the encrypted store — episodic turns, semantic
+facts that supersede, procedures with a reliability, FSRS decay, consolidation, archive,
+forget with undo and erase. No LLM anywhere on the write or read path.
+
+The facade holds no SQL (``repository``) and no math (``fsrs``, ``dedup``); recall is in
+``recall``, the lifecycle operations (forget, undo, erase, archive) in ``lifecycle``,
+consolidation in ``consolidate``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from ..base.config import StoreConfig
+from ..base.errors import InvalidArgumentError, NotFoundError
+from ..base.limits import MAX_TTL_SECONDS, check_text
+from ..embed.vectors import Embedder
+from ..memory.records import MemoryEntry, to_us
+from ..memory.store import SqliteMemoryStore
+from . import fsrs
+from .archive import Archive
+from .lifecycle import Lifecycle
+from .recall import Recaller
+from .records import (
+    EDGE_TYPES,
+    ConsolidationReport,
+    Edge,
+    EraseReport,
+    Fact,
+    ForgetReceipt,
+    HistoryEntry,
+    Memory,
+    Procedure,
+    RecallHit,
+    Turn,
+    WriteResult,
+    check_types,
+    entity_key,
+)
+from .repository import NewMemory, SqliteRepository
+
+Clock = Callable[[], datetime]
+Mode = Literal["semantic", "keyword", "hybrid"]
+DAY_US = 86_400 * 1_000_000
+FACT_CONVERSATION = "facts"  # the conversation id of fact and procedure memories
+DEFAULT_CONVERSATION = "memories"  # ... of ``remember`` without one
+
+
+def _unit(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InvalidArgumentError(f"{name} must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class AgentMemory:
+    """The memory of one agent (``org_id``, ``agent_id``) in a data dir."""
+
+    def __init__(
+        self, store: SqliteMemoryStore, org_id: str, agent_id: str, *, own_store: bool
+    ) -> None:
+        self.store = store
+        self.config: StoreConfig = store.config
+        self.org_id = org_id
+        self.agent_id = agent_id
+        self._own_store = own_store
+        self._clock: Clock = store._clock
+        self.repo = SqliteRepository(store, org_id, agent_id)
+        self.archive_file = Archive(
+            store.data_dir / "memory.archive.db",
+            store.keys.archive_key,
+            store.store_id,
+            self.config.busy_timeout_ms,
+        )
+        self._accesses: list[tuple[str, int]] = []
+        self._recaller = Recaller(self)
+        self._life = Lifecycle(self)
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: Path | str,
+        *,
+        passphrase: str | None = None,
+        key: bytes | str | None = None,
+        key_file: Path | str | None = None,
+        org_id: str = "default",
+        agent_id: str = "default",
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        config: StoreConfig | None = None,
+        create: bool = True,
+        prompt: bool | None = None,
+        hnsw: bool = True,
+    ) -> AgentMemory:
+        """Open the agent memory of (``org_id``, ``agent_id``) in ``data_dir``: the same
+        data dir, key and ``memory.db`` as ``SqliteMemoryStore``. ``clock`` returns the
+        aware current time (injected so decay and TTL are testable without sleeping).
+        """
+        for name, v in (("org_id", org_id), ("agent_id", agent_id)):
+            if not isinstance(v, str) or not v.strip():
+                raise InvalidArgumentError(f"{name} must be a non-empty string")
+            check_text(name, v)
+        store = SqliteMemoryStore.open(
+            data_dir,
+            passphrase=passphrase,
+            key=key,
+            key_file=key_file,
+            embedder=embedder,
+            create=create,
+            config=config,
+            clock=clock,
+            prompt=prompt,
+            hnsw=hnsw,
+        )
+        try:
+            mem = cls(store, org_id, agent_id, own_store=True)
+            mem.repo.migrate()
+            mem._life.check_archive()
+            mem._life.finish_pending_erase()
+        except BaseException:
+            store.close()
+            raise
+        return mem
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Write buffered accesses and close (the store too, if this opened it)."""
+        if not self._closed:
+            try:
+                self.flush()
+            finally:
+                self._closed = True
+                self.archive_file.close()
+                if self._own_store:
+                    self.store.close()
+
+    def __enter__(self) -> AgentMemory:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def now(self) -> datetime:
+        """The injected clock's time."""
+        return self._clock()
+
+    def now_us(self) -> int:
+        """The injected clock's time in µs since the epoch."""
+        return to_us(self._clock())
+
+    # ------------------------------------------------------------------ writes
+    def _new(
+        self,
+        type_: str,
+        text: str,
+        *,
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        speaker: str | None = None,
+        about: Sequence[str] = (),
+    ) -> NewMemory:
+        sal = fsrs.salience(text, importance=importance, novelty=0.5).total
+        stability = {
+            "episodic": self.config.stability_episodic_days,
+            "semantic": self.config.stability_semantic_days,
+            "procedural": self.config.stability_procedural_days,
+        }[type_]
+        names = [*([speaker] if speaker else []), *about]
+        keyed = {entity_key(n): n for n in reversed(names)}  # first spelling wins
+        return NewMemory(
+            type_,
+            speaker,
+            confidence,
+            importance,
+            sal,
+            stability,
+            5.0,
+            tuple(sorted((n, k) for k, n in keyed.items())),
+        )
+
+    def _entry(
+        self,
+        content: str,
+        *,
+        role: str,
+        conversation_id: str,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        vector_model: str | None = None,
+    ) -> MemoryEntry:
+        return MemoryEntry(
+            content,
+            role=role,
+            conversation_id=conversation_id,
+            org_id=self.org_id,
+            agent_id=self.agent_id,
+            created_at=created_at,
+            expires_at=expires_at,
+            metadata=dict(metadata or {}),
+            embedding_model=vector_model,
+        )
+
+    def _vector_model(self, vectors: Sequence[Any] | None) -> str | None:
+        if vectors is None:
+            return None
+        return self.store.embedder.model_id if self.store.embedder else "caller"
+
+    def add_turn(
+        self,
+        conversation_id: str,
+        role: str,
+        content: str,
+        *,
+        speaker: str | None = None,
+        created_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        about: Sequence[str] = (),
+        vector: Any = None,
+    ) -> str:
+        """Remember one message of a conversation as an episodic memory; returns its id.
+
+        Durable when it returns. ``vector``: a caller-computed embedding (else the
+        store's embedder embeds ``content``, if it has one).
+        """
+        turn = Turn(role, content, speaker, created_at, metadata or {})
+        vectors = None if vector is None else [vector]
+        return self.add_turns(conversation_id, [turn], vectors=vectors, about=about)[0]
+
+    def add_turns(
+        self,
+        conversation_id: str,
+        turns: Sequence[Turn],
+        *,
+        vectors: Sequence[Any] | None = None,
+        about: Sequence[str] = (),
+    ) -> list[str]:
+        """Remember many turns in one transaction (all or none); returns their ids."""
+        check_text("conversation_id", conversation_id)
+        for t in turns:
+            if not isinstance(t, Turn):
+                raise InvalidArgumentError(f"turns must be Turn records, got {type(t).__name__}")
+        model = self._vector_model(vectors)
+        entries = [
+            self._entry(
+                t.content,
+                role=t.role,
+                conversation_id=conversation_id,
+                created_at=t.created_at,
+                metadata=t.metadata,
+                vector_model=model,
+            )
+            for t in turns
+        ]
+        metas = [self._new("episodic", t.content, speaker=t.speaker, about=about) for t in turns]
+        prepared = self.store.prepare(entries, vectors)
+        with self.repo.transaction() as tx:
+            written = tx.insert(prepared)
+            self.repo.insert(tx, written, metas)
+        return prepared.ids
+
+    def remember(
+        self,
+        content: str,
+        *,
+        type: str = "semantic",  # noqa: A002 - the issue's name for it
+        confidence: float = 1.0,
+        importance: float = 0.5,
+        about: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        ttl: timedelta | float | None = None,
+        conversation_id: str | None = None,
+        vector: Any = None,
+    ) -> WriteResult:
+        """Remember a note of any type. An identical memory of the same type in this
+        scope makes it a no-op: ``WriteResult(id_of_that_one, "duplicate")``."""
+        check_types(type)
+        entry = self._entry(
+            content,
+            role="memory",
+            conversation_id=conversation_id or DEFAULT_CONVERSATION,
+            expires_at=self._expiry(ttl),
+            metadata=metadata,
+            vector_model=self._vector_model(None if vector is None else [vector]),
+        )
+        meta = self._new(
+            type,
+            content,
+            importance=_unit("importance", importance),
+            confidence=_unit("confidence", confidence),
+            about=about,
+        )
+        dup = self.repo.find_duplicate(entry.fingerprint(), type)
+        if dup is not None:
+            return WriteResult(dup, "duplicate")
+        prepared = self.store.prepare([entry], None if vector is None else [vector])
+        with self.repo.transaction() as tx:
+            written = tx.insert(prepared)
+            self.repo.insert(tx, written, [meta])
+            if type == "semantic":
+                self.repo.append_history(
+                    tx, self.now_us(), [("remember", prepared.ids[0], {"confidence": confidence})]
+                )
+        return WriteResult(prepared.ids[0], "created")
+
+    def _expiry(self, ttl: timedelta | float | None) -> datetime | None:
+        if ttl is None:
+            return None
+        seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not (0 < seconds <= MAX_TTL_SECONDS)
+        ):
+            raise InvalidArgumentError(
+                f"ttl must be a positive duration up to 100 years, got {ttl!r}"
+            )
+        return self.now() + timedelta(seconds=seconds)
+
+    # ------------------------------------------------------------------ facts
+    def assert_fact(
+        self,
+        subject: str,
+        predicate: str,
+        object: str,  # noqa: A002 - subject, predicate, object
+        *,
+        confidence: float = 0.9,
+        single_valued: bool = True,
+        valid_from: datetime | None = None,
+        vector: Any = None,
+    ) -> WriteResult:
+        """Believe (subject, predicate, object). For a ``single_valued`` (subject,
+        predicate), a new object closes the facts it replaces (``valid_to``) and links
+        them with ``supersedes`` edges: ``WriteResult(..., superseded=[ids])``. The same
+        triple again is a ``duplicate``, or ``updated`` if only its confidence changed.
+        Every change is appended to the belief history."""
+        parts = (subject, predicate, object)
+        keys = (entity_key(subject), entity_key(predicate), entity_key(object))
+        confidence = _unit("confidence", confidence)
+        current = self.repo.current_facts(keys[0], keys[1])
+        now_us = self.now_us()
+        for f in current:
+            if entity_key(f.object) == keys[2]:
+                if math.isclose(f.confidence, confidence):
+                    return WriteResult(f.id, "duplicate")
+                with self.repo.transaction() as tx:
+                    self.repo.set_confidence(tx, f.id, confidence)
+                    self.repo.append_history(
+                        tx, now_us, [("confidence", f.id, {"from": f.confidence, "to": confidence})]
+                    )
+                return WriteResult(f.id, "updated")
+        text = f"{subject} {predicate.replace('_', ' ')} {object}"
+        start = valid_from or self.now()
+        entry = self._entry(
+            text,
+            role="fact",
+            conversation_id=FACT_CONVERSATION,
+            created_at=start,
+            vector_model=self._vector_model(None if vector is None else [vector]),
+        )
+        meta = self._new("semantic", text, confidence=confidence, about=(subject, object))
+        prepared = self.store.prepare([entry], None if vector is None else [vector])
+        fid = prepared.ids[0]
+        closed = [f.id for f in current] if single_valued else []
+        with self.repo.transaction() as tx:
+            written = tx.insert(prepared)
+            self.repo.insert(tx, written, [meta])
+            self.repo.insert_fact(tx, fid, parts, keys, confidence, single_valued, to_us(start))
+            history: list[tuple[str, str, dict[str, Any]]] = [
+                (
+                    "assert",
+                    fid,
+                    {
+                        "subject": subject,
+                        "predicate": predicate,
+                        "object": object,
+                        "confidence": confidence,
+                    },
+                )
+            ]
+            for old in closed:
+                self.repo.close_fact(tx, old, to_us(start), fid)
+                history.append(("supersede", old, {"by": fid}))
+            self.repo.add_edges(tx, [(fid, old, "supersedes", 1.0) for old in closed], now_us)
+            self.repo.append_history(tx, now_us, history)
+        return WriteResult(fid, "created", tuple(closed))
+
+    def retract(self, fact_id: str) -> Fact:
+        """Stop believing a fact (it is closed, kept in the history)."""
+        f = self.repo.fact(check_text("fact id", fact_id))
+        if f is None:
+            raise NotFoundError(f"no fact {fact_id!r} in this scope")
+        if f.current:
+            now_us = self.now_us()
+            with self.repo.transaction() as tx:
+                self.repo.close_fact(tx, f.id, now_us, None)
+                self.repo.append_history(tx, now_us, [("retract", f.id, {})])
+        out = self.repo.fact(f.id)
+        assert out is not None
+        return out
+
+    def facts(
+        self,
+        subject: str | None = None,
+        predicate: str | None = None,
+        *,
+        as_of: datetime | None = None,
+        history: bool = False,
+    ) -> list[Fact]:
+        """Facts believed now (or at ``as_of``), or every version (``history``)."""
+        return self.repo.facts(
+            entity_key(subject) if subject is not None else None,
+            entity_key(predicate) if predicate is not None else None,
+            to_us(as_of) if as_of is not None else None,
+            history,
+        )
+
+    def history(self, target: str | None = None, *, limit: int = 1_000) -> list[HistoryEntry]:
+        """The belief history (append-only), of one memory or fact or of all."""
+        return self.repo.history(target, limit)
+
+    # ------------------------------------------------------------------ procedures
+    def record_outcome(
+        self, action: str, *, success: bool, context: str | None = None, vector: Any = None
+    ) -> Procedure:
+        """Count one outcome of ``action`` (in ``context``); its reliability is the mean
+        of Beta(successes + 1, failures + 1)."""
+        if not isinstance(success, bool):
+            raise InvalidArgumentError("success must be True or False")
+        keys = (entity_key(action), entity_key(context) if context else "")
+        now_us = self.now_us()
+        found = self.repo.procedure_by_key(*keys)
+        if found is not None:
+            with self.repo.transaction() as tx:
+                self.repo.count_outcome(tx, found.id, success, now_us)
+        else:
+            text = action if not context else f"{action} (context: {context})"
+            entry = self._entry(
+                text,
+                role="procedure",
+                conversation_id=FACT_CONVERSATION,
+                vector_model=self._vector_model(None if vector is None else [vector]),
+            )
+            prepared = self.store.prepare([entry], None if vector is None else [vector])
+            with self.repo.transaction() as tx:
+                written = tx.insert(prepared)
+                self.repo.insert(tx, written, [self._new("procedural", text)])
+                self.repo.insert_procedure(
+                    tx, prepared.ids[0], action, context, keys, success, now_us
+                )
+        out = self.repo.procedure_by_key(*keys)
+        assert out is not None
+        return out
+
+    def best_procedures(
+        self, query: str, k: int = 3, *, mode: Mode | None = None
+    ) -> list[Procedure]:
+        """The procedures most relevant to ``query``, best first: relevance (recall's
+        fused score, relative to the best) times reliability."""
+        hits = self.recall(query, k=max(4 * k, 20), mode=mode, types=["procedural"], log=False)
+        procs = self.repo.procedures([h.id for h in hits])
+        top = hits[0].score if hits else 1.0
+        scored = [
+            (h.score / top * procs[h.id].reliability, i, procs[h.id])
+            for i, h in enumerate(hits)
+            if h.id in procs
+        ]
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        return [p for _, _, p in scored[:k]]
+
+    # ------------------------------------------------------------------ reads
+    def recall(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: Mode | None = None,
+        types: Sequence[str] | str | None = None,
+        about: Sequence[str] | str | None = None,
+        as_of: datetime | None = None,
+        include_archived: bool = False,
+        log: bool = True,
+    ) -> list[RecallHit]:
+        """The ``k`` memories most relevant to ``query`` in this scope, best first.
+
+        ``mode``: semantic, keyword or hybrid (default: hybrid with an embedder, else
+        keyword). ``types``/``about`` filter; ``as_of`` sees facts valid then and memories
+        made by then; archived memories only with ``include_archived`` (their text is
+        read back from the archive). Never returns another scope's, an expired, a
+        forgotten or an erased memory. Each returned memory's access is logged (cheaply,
+        buffered); that never strengthens it (only ``feedback`` does).
+        """
+        hits = self._recaller.recall(
+            query,
+            k,
+            mode=mode,
+            types=check_types(types),
+            about=(about,) if isinstance(about, str) else about,
+            as_of=as_of,
+            include_archived=include_archived,
+        )
+        if log and hits:
+            at = self.now_us()
+            self._accesses.extend((h.id, at) for h in hits)
+            if len(self._accesses) >= self.config.access_flush_every:
+                self.flush()
+        return hits
+
+    def flush(self) -> None:
+        """Write the buffered access log (also done on close and every
+        ``access_flush_every`` accesses; a crash loses at most those, never a memory)."""
+        if self._accesses:
+            pending, self._accesses = self._accesses, []
+            with self.repo.transaction() as tx:
+                self.repo.log_access(tx, pending)
+
+    def get(self, memory_id: str) -> Memory | None:
+        """One memory of this scope (its text read back from the archive if archived),
+        or None (also when forgotten, erased, expired or another scope's)."""
+        row = self.repo.by_id(check_text("id", memory_id), self.now_us())
+        return None if row is None else self._life.hydrate([row])[0]
+
+    def _require(self, memory_id: str) -> Memory:
+        m = self.get(memory_id)
+        if m is None:
+            raise NotFoundError(f"no memory {memory_id!r} in this scope")
+        return m
+
+    def accesses(self, memory_id: str) -> list[datetime]:
+        """When recalls returned this memory (the logged ones), oldest first."""
+        self.flush()
+        from ..memory.records import from_us
+
+        return [from_us(t) for t in self.repo.accesses(self._require(memory_id).id)]
+
+    # ------------------------------------------------------------------ decay
+    def _elapsed_days(self, m: Memory, at: datetime) -> float:
+        return (at - m.last_review).total_seconds() / 86_400
+
+    def _retrievability(self, m: Memory, at: datetime) -> float:
+        s_eff = fsrs.effective_stability(m.stability_days, m.salience, self.config.salience_beta)
+        return fsrs.retrievability(self._elapsed_days(m, at), s_eff)
+
+    def retrievability(self, memory_id: str, at: datetime | None = None) -> float:
+        """FSRS retrievability R of a memory now (or at ``at``): 0.9 after its
+        (salience-stretched) stability, 0.5 after nine times that."""
+        return self._retrievability(self._require(memory_id), at or self.now())
+
+    def feedback(self, memory_id: str, *, used: bool = True) -> Memory:
+        """Say whether a recalled memory was used. Only ``used=True`` strengthens it
+        (FSRS stability grows, the more the longer since its last review); unused, it
+        gets harder (FSRS difficulty up). Recall alone never strengthens a memory."""
+        if not isinstance(used, bool):
+            raise InvalidArgumentError("used must be True or False")
+        m = self._require(memory_id)
+        now = self.now()
+        d = fsrs.difficulty_after(m.difficulty, used)
+        s = m.stability_days
+        review = m.last_review
+        if used:
+            s = fsrs.stability_after_recall(s, m.difficulty, self._retrievability(m, now))
+            review = max(now, m.last_review)
+        with self.repo.transaction() as tx:
+            self.repo.set_review(tx, m.id, s, d, to_us(review))
+        return self._require(memory_id)
+
+    def importance(self, memory_id: str) -> float:
+        """TnsAI-style importance in [0, 1] from recency, access frequency,
+        distinctiveness (salience) and the importance the writer gave."""
+        m = self._require(memory_id)
+        days = max(0.0, (self.now() - m.created_at).total_seconds() / 86_400)
+        self.flush()
+        return fsrs.importance_score(days, m.access_count, m.salience, m.importance)
+
+    # ------------------------------------------------------------------ graph
+    def link(
+        self,
+        src: str,
+        dst: str,
+        type: str = "causal",
+        *,
+        confidence: float = 1.0,  # noqa: A002
+    ) -> None:
+        """Add a typed edge between two memories of this scope."""
+        if type not in EDGE_TYPES:
+            raise InvalidArgumentError(f"edge type must be one of {', '.join(EDGE_TYPES)}")
+        a, b = self._require(src), self._require(dst)
+        with self.repo.transaction() as tx:
+            self.repo.add_edges(
+                tx, [(a.id, b.id, type, _unit("confidence", confidence))], self.now_us()
+            )
+
+    def edges(self, memory_id: str, *, at: datetime | None = None) -> list[Edge]:
+        """Edges of a memory with their confidence decayed to ``at`` (default now):
+        stored ones, entity links, and the implicit temporal edges to the turns just
+        before and after it in its conversation."""
+        m = self._require(memory_id)
+        at = at or self.now()
+        out = [self._edge(s, d, t, c, created, at) for s, d, t, c, created in self.repo.edges(m.id)]
+        out += [
+            self._edge(m.id, f"entity:{e}", "entity", 1.0, to_us(m.created_at), at) for e in m.about
+        ]
+        out += [
+            self._edge(m.id, other, "temporal", 1.0, max(to_us(m.created_at), t), at)
+            for other, t in self.repo.neighbours_in_conversation(m.id)
+        ]
+        return out
+
+    def _edge(self, s: str, d: str, t: str, c: float, created_us: int, at: datetime) -> Edge:
+        half_life = float(getattr(self.config, f"half_life_{t}_days"))
+        age = max(0.0, (to_us(at) - created_us) / DAY_US)
+        decayed = c * 0.5 ** (age / half_life) if half_life > 0 else c
+        from ..memory.records import from_us
+
+        return Edge(s, d, t, decayed, from_us(created_us))  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ lifecycle ops
+    def archive(self, memory_id: str) -> bool:
+        """Move a memory's text to the archive (soft: ``restore`` undoes it); recall
+        finds it only with ``include_archived=True``. False if already archived."""
+        return self._life.archive([self._require(memory_id).id]) == 1
+
+    def restore(self, memory_id: str) -> bool:
+        """Bring an archived memory's text back. False if it was not archived."""
+        return self._life.restore(self._require(memory_id).id)
+
+    def forget(
+        self,
+        *,
+        id: str | None = None,  # noqa: A002 - the issue's name
+        conversation_id: str | None = None,
+        about: str | None = None,
+    ) -> ForgetReceipt:
+        """Soft-forget every memory chosen by exactly one of ``id``, ``conversation_id``
+        or ``about``: gone from every recall path at once, recoverable with
+        ``undo(receipt.token)`` until ``receipt.recoverable_until``."""
+        return self._life.forget(_selector(id, conversation_id, about))
+
+    def undo(self, token: str) -> int:
+        """Bring back what a forget removed (within its window); returns how many."""
+        return self._life.undo(check_text("token", token))
+
+    def erase(
+        self,
+        *,
+        id: str | None = None,  # noqa: A002
+        conversation_id: str | None = None,
+        about: str | None = None,
+    ) -> EraseReport:
+        """Hard, irreversible erase (GDPR): the text leaves every place it exists — the
+        memory row, the keyword index, the vectors and the HNSW checkpoint, the archive,
+        the belief history and the undo area. A content-free tombstone remains."""
+        return self._life.erase(_selector(id, conversation_id, about))
+
+    def tombstones(self) -> list[dict[str, Any]]:
+        """What erase removed in this scope (ids, counts and times; never content)."""
+        return self.repo.tombstones()
+
+    def consolidate(
+        self,
+        now: datetime | None = None,
+        *,
+        dry_run: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> ConsolidationReport:
+        """Promote recurring episodes, merge near-duplicate notes, decay, archive what
+        faded, delete what expired and purge forgets past their window. Deterministic,
+        idempotent, and safe to re-run after a crash at any point."""
+        from .consolidate import consolidate
+
+        self.flush()
+        return consolidate(self, now or self.now(), dry_run=dry_run, progress=progress)
+
+
+def _selector(id_: str | None, conversation_id: str | None, about: str | None) -> tuple[str, str]:
+    given = [
+        (n, v)
+        for n, v in (("id", id_), ("conversation_id", conversation_id), ("about", about))
+        if v is not None
+    ]
+    if len(given) != 1:
+        raise InvalidArgumentError(
+            "give exactly one of id, conversation_id or about",
+            hint="forget(id=...), forget(conversation_id=...) or forget(about=...)",
+        )
+    name, value = given[0]
+    check_text(name, value)
+    return name, entity_key(value) if name == "about" else value
+
+
+__all__ = ["AgentMemory"]

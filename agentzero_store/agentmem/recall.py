@@ -1,0 +1,109 @@
+"""Recall of the agent memory: semantic and keyword candidates, filtered by type,
+entity, time and archive state, fused with RRF (part 2 replaces the ranking behind the
+same call).
+
+Candidates come from the memory store's indexes (HNSW, FTS5) over the agent's scope; the
+repository decides which qualify (the database is the authority on scope, expiry and
+filters). When a filter leaves too few of the index's candidates, exact search over the
+qualifying rows decides instead, so a narrow filter never starves the result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..base.errors import InvalidArgumentError
+from ..base.limits import check_limit, check_text
+from ..base.ranking import exact_top_k, rrf_fuse
+from ..embed.vectors import as_vector
+from ..memory.records import Scope, to_us
+from .records import RecallHit, entity_key
+from .repository import Filter
+
+if TYPE_CHECKING:
+    from .memory import AgentMemory
+
+MODES = ("semantic", "keyword", "hybrid")
+
+
+class Recaller:
+    """Recall for one ``AgentMemory``."""
+
+    def __init__(self, mem: AgentMemory) -> None:
+        self._mem = mem
+
+    def recall(
+        self,
+        query: str,
+        k: int,
+        *,
+        mode: str | None,
+        types: tuple[str, ...] | None,
+        about: Sequence[str] | None,
+        as_of: datetime | None,
+        include_archived: bool,
+    ) -> list[RecallHit]:
+        """See ``AgentMemory.recall``."""
+        mem = self._mem
+        k = check_limit(k, "k")
+        check_text("query", query)
+        if mode is None:
+            mode = "hybrid" if mem.store.embedder is not None else "keyword"
+        if mode not in MODES:
+            raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        f = Filter(
+            now_us=mem.now_us(),
+            types=types,
+            about=tuple(entity_key(a) for a in about) if about is not None else None,
+            as_of_us=to_us(as_of) if as_of is not None else None,
+            include_archived=bool(include_archived),
+        )
+        pool = max(k * mem.config.hybrid_candidates_factor, 20)
+        signals: dict[str, Sequence[int]] = {}
+        if mode in ("semantic", "hybrid"):
+            signals["semantic"] = self._semantic(query, k, pool, f)
+        if mode in ("keyword", "hybrid"):
+            signals["keyword"] = mem.repo.keyword(query, pool, f)
+        labels = list(dict.fromkeys(lab for ranked in signals.values() for lab in ranked))
+        fps = mem.repo.fingerprints(labels)
+        fused = rrf_fuse(signals, k=mem.config.rrf_k, limit=k, fingerprint=fps.__getitem__)
+        rows = mem.repo.rows([x.key for x in fused], f)
+        kept = [(rows[x.key], x) for x in fused if x.key in rows]
+        memories = mem._life.hydrate([r for r, _ in kept])
+        return [
+            RecallHit(m, x.score, dict(x.ranks)) for m, (_, x) in zip(memories, kept, strict=True)
+        ]
+
+    def _semantic(self, query: str, k: int, pool: int, f: Filter) -> list[int]:
+        store = self._mem.store
+        dim = store.embedding_info()[1]
+        q = store.embed_query(query)  # NoEmbedderError without an embedder: said, not empty
+        if dim is None:
+            return []  # no vector stored yet
+        qv = as_vector(q, dim)
+        hnsw = store.hnsw_index
+        if hnsw is not None:
+            scored = hnsw.recall(qv, pool, Scope(self._mem.org_id, self._mem.agent_id), f.now_us)
+            if scored is not None:
+                ok = self._mem.repo.eligible([lab for lab, _ in scored], f)
+                kept = [lab for lab, _ in scored if lab in ok]
+                if len(kept) >= min(k, pool) or len(scored) < pool:
+                    return kept
+        labels, blob = self._mem.repo.vectors(f)
+        if not labels:
+            return []
+        matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(labels), -1)
+        return [labels[i] for i, _ in exact_top_k(matrix, qv, pool)]
+
+
+def replace_content(hit: RecallHit, content: str) -> RecallHit:
+    """A copy of ``hit`` with other text (used when hydrating archived memories)."""
+    return dataclasses.replace(hit, memory=dataclasses.replace(hit.memory, content=content))
+
+
+__all__ = ["MODES", "Recaller"]

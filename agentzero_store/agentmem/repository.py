@@ -1,0 +1,1047 @@
+"""Every SQL statement of the agent-memory layer, behind one small interface.
+
+The memory text stays in the memory store's ``memory`` table (so its HNSW and FTS5
+indexes and every recall path keep working and stay scoped); this module keeps the
+layer's own tables beside it in the same encrypted ``memory.db``:
+
+- ``am_memory``: one row per agent memory (type, speaker, confidence, decay state,
+  access counts, archive state), keyed by the memory's id and its current label;
+- ``am_about``: which entities a memory is about;
+- ``am_fact`` / ``am_procedure``: subject–predicate–object beliefs and action outcomes;
+- ``am_edge``: typed links (supersedes, semantic, causal, ...);
+- ``am_access``: the access log (every memory a recall returned);
+- ``am_history``: the belief history, append-only (only erase removes from it);
+- ``am_forgotten``: the undo area of soft forgets; ``am_tombstone``: what erase removed
+  (ids and counts, never content); ``am_purge``: erases whose last steps are pending.
+
+Every query is bound to one (org, agent) scope given at construction. A second backend
+(PostgreSQL) implements the same methods. Writes take the ``WriteTx`` of
+``SqliteMemoryStore.transaction()``, so a layer write and its memory rows commit together.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..base.errors import SchemaVersionError
+from ..memory.fts_scope import match_expression
+from ..memory.records import Scope, from_us
+from ..memory.rows import placeholders
+from .records import Fact, HistoryEntry, Memory, Procedure
+
+if TYPE_CHECKING:
+    from ..memory.store import SqliteMemoryStore
+    from ..memory.tx import WriteTx
+
+SCHEMA_KEY = "agentmem_schema"
+SCHEMA_VERSION = 1
+_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE am_memory (
+        id              TEXT PRIMARY KEY,
+        label           INTEGER NOT NULL UNIQUE,  -- memory.label (changes on undo)
+        org_id          TEXT NOT NULL,
+        agent_id        TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        type            TEXT NOT NULL CHECK (type IN ('episodic', 'semantic', 'procedural')),
+        speaker         TEXT,
+        created_at_us   INTEGER NOT NULL,
+        fingerprint     TEXT NOT NULL,
+        confidence      REAL NOT NULL,
+        importance      REAL NOT NULL,
+        salience        REAL NOT NULL,
+        stability       REAL NOT NULL,            -- FSRS S, days
+        difficulty      REAL NOT NULL,            -- FSRS D, 1..10
+        last_review_us  INTEGER NOT NULL,
+        access_count    INTEGER NOT NULL DEFAULT 0,
+        last_access_us  INTEGER,
+        retrievability  REAL,                     -- R at the last consolidation
+        archived_at_us  INTEGER,                  -- not NULL: the text is in the archive
+        archive_digest  TEXT,                     -- sha256 the archive must match
+        promoted_to     TEXT                      -- episodes: the semantic memory they made
+    );
+    CREATE INDEX am_memory_scope ON am_memory (org_id, agent_id, type, created_at_us);
+    CREATE INDEX am_memory_fp ON am_memory (org_id, agent_id, fingerprint);
+    CREATE INDEX am_memory_conv ON am_memory (org_id, agent_id, conversation_id, created_at_us);
+    CREATE TABLE am_about (
+        memory_id TEXT NOT NULL,
+        org_id    TEXT NOT NULL,
+        agent_id  TEXT NOT NULL,
+        entity    TEXT NOT NULL,   -- as first written
+        key       TEXT NOT NULL,   -- records.entity_key(entity)
+        PRIMARY KEY (memory_id, key)
+    );
+    CREATE INDEX am_about_key ON am_about (org_id, agent_id, key);
+    CREATE TABLE am_fact (
+        id            TEXT PRIMARY KEY,  -- the id of the semantic memory holding its text
+        org_id        TEXT NOT NULL,
+        agent_id      TEXT NOT NULL,
+        subject       TEXT NOT NULL,
+        predicate     TEXT NOT NULL,
+        object        TEXT NOT NULL,
+        subject_key   TEXT NOT NULL,
+        predicate_key TEXT NOT NULL,
+        object_key    TEXT NOT NULL,
+        confidence    REAL NOT NULL,
+        single_valued INTEGER NOT NULL,
+        valid_from_us INTEGER NOT NULL,
+        valid_to_us   INTEGER,
+        superseded_by TEXT,
+        retracted     INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX am_fact_sp ON am_fact (org_id, agent_id, subject_key, predicate_key);
+    CREATE INDEX am_fact_closed ON am_fact (valid_to_us) WHERE valid_to_us IS NOT NULL;
+    CREATE TABLE am_procedure (
+        id            TEXT PRIMARY KEY,
+        org_id        TEXT NOT NULL,
+        agent_id      TEXT NOT NULL,
+        action        TEXT NOT NULL,
+        context       TEXT,
+        action_key    TEXT NOT NULL,
+        context_key   TEXT NOT NULL,
+        successes     INTEGER NOT NULL,
+        failures      INTEGER NOT NULL,
+        updated_at_us INTEGER NOT NULL
+    );
+    CREATE UNIQUE INDEX am_procedure_key
+        ON am_procedure (org_id, agent_id, action_key, context_key);
+    CREATE TABLE am_edge (
+        src           TEXT NOT NULL,
+        dst           TEXT NOT NULL,
+        type          TEXT NOT NULL,
+        org_id        TEXT NOT NULL,
+        agent_id      TEXT NOT NULL,
+        confidence    REAL NOT NULL,
+        created_at_us INTEGER NOT NULL,
+        PRIMARY KEY (src, dst, type)
+    );
+    CREATE INDEX am_edge_dst ON am_edge (dst);
+    CREATE TABLE am_access (memory_id TEXT NOT NULL, at_us INTEGER NOT NULL);
+    CREATE INDEX am_access_memory ON am_access (memory_id, at_us);
+    CREATE TABLE am_history (
+        seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+        org_id   TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        at_us    INTEGER NOT NULL,
+        op       TEXT NOT NULL,
+        target   TEXT NOT NULL,
+        detail   TEXT NOT NULL
+    );
+    CREATE INDEX am_history_target ON am_history (target);
+    CREATE TABLE am_forgotten (
+        memory_id       TEXT PRIMARY KEY,
+        token           TEXT NOT NULL,
+        org_id          TEXT NOT NULL,
+        agent_id        TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        about           TEXT NOT NULL,   -- JSON list of entity keys
+        forgotten_at_us INTEGER NOT NULL,
+        until_us        INTEGER NOT NULL,
+        payload         TEXT NOT NULL,   -- JSON: the rows to put back
+        vector          BLOB
+    );
+    CREATE INDEX am_forgotten_token ON am_forgotten (token);
+    CREATE TABLE am_tombstone (
+        seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+        org_id   TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        at_us    INTEGER NOT NULL,
+        selector TEXT NOT NULL,          -- id | conversation_id | about (never its value)
+        count    INTEGER NOT NULL,
+        ids      TEXT NOT NULL           -- JSON list of the erased ids (random, no content)
+    );
+    CREATE TABLE am_purge (memory_id TEXT PRIMARY KEY);
+    """,
+)
+
+# memory columns, then am_memory columns, as ``_memory`` reads them
+_READ = (
+    "m.label, m.id, m.role, m.content, m.created_at_us, m.conversation_id, m.expires_at_us,"
+    " m.metadata, a.type, a.speaker, a.confidence, a.importance, a.salience, a.stability,"
+    " a.difficulty, a.last_review_us, a.access_count, a.archived_at_us, a.archive_digest"
+)
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """The layer's attributes of a memory row about to be inserted."""
+
+    type: str
+    speaker: str | None
+    confidence: float
+    importance: float
+    salience: float
+    stability: float
+    difficulty: float
+    about: tuple[tuple[str, str], ...]  # (entity as written, key)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which memories a recall may return, beyond the repository's scope."""
+
+    now_us: int
+    types: tuple[str, ...] | None = None
+    about: tuple[str, ...] | None = None  # entity keys: any of them
+    as_of_us: int | None = None
+    include_archived: bool = False
+
+
+@dataclass(frozen=True)
+class Row:
+    """A memory as read, before the archive fills in archived text."""
+
+    label: int
+    memory: Memory
+    digest: str | None  # set when the text is in the archive
+
+
+def _batches(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class SqliteRepository:
+    """The agent-memory tables of one (org, agent) scope in ``memory.db``."""
+
+    def __init__(self, store: SqliteMemoryStore, org_id: str, agent_id: str) -> None:
+        self._store = store
+        self.org_id = org_id
+        self.agent_id = agent_id
+        self._scope = (org_id, agent_id)
+
+    # ------------------------------------------------------------------ schema
+    def migrate(self) -> None:
+        """Create or upgrade the layer's tables (one transaction per version)."""
+        db = self._store.database
+        rows = db.query("SELECT value FROM meta WHERE key = ?", (SCHEMA_KEY,))
+        version = int(rows[0][0]) if rows else 0
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"memory.db has agent-memory schema {version}; this version supports up to "
+                f"{SCHEMA_VERSION}"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            with self._store.transaction() as tx:
+                for stmt in _MIGRATIONS[target - 1].split(";\n"):
+                    if stmt.strip():
+                        tx.execute(stmt)
+                tx.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    (SCHEMA_KEY, str(target)),
+                )
+
+    def transaction(self) -> Any:
+        """The memory store's write transaction (a ``WriteTx`` context manager)."""
+        return self._store.transaction()
+
+    def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._store.database.query(sql, params)
+
+    # ------------------------------------------------------------------ inserts
+    def insert(
+        self, tx: WriteTx, written: Sequence[tuple[str, int]], metas: Sequence[NewMemory]
+    ) -> None:
+        """The layer's rows of memory rows just inserted through ``tx`` (same order)."""
+        if not written:
+            return
+        base = {
+            r[0]: r[1:]
+            for part in _batches([i for i, _ in written])
+            for r in tx.query(
+                "SELECT id, conversation_id, created_at_us, fingerprint FROM memory "
+                f"WHERE id IN ({placeholders(len(part))})",
+                list(part),
+            )
+        }
+        tx.executemany(
+            "INSERT INTO am_memory (id, label, org_id, agent_id, conversation_id, type, speaker,"
+            " created_at_us, fingerprint, confidence, importance, salience, stability,"
+            " difficulty, last_review_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    mid,
+                    label,
+                    *self._scope,
+                    base[mid][0],
+                    m.type,
+                    m.speaker,
+                    base[mid][1],
+                    base[mid][2],
+                    m.confidence,
+                    m.importance,
+                    m.salience,
+                    m.stability,
+                    m.difficulty,
+                    base[mid][1],
+                )
+                for (mid, label), m in zip(written, metas, strict=True)
+            ],
+        )
+        tx.executemany(
+            "INSERT OR IGNORE INTO am_about (memory_id, org_id, agent_id, entity, key)"
+            " VALUES (?,?,?,?,?)",
+            [
+                (mid, *self._scope, name, key)
+                for (mid, _), m in zip(written, metas, strict=True)
+                for name, key in m.about
+            ],
+        )
+
+    def find_duplicate(self, fingerprint: str, type_: str) -> str | None:
+        """The id of a memory of this type with the same text fingerprint, if any."""
+        rows = self._q(
+            "SELECT id FROM am_memory WHERE org_id = ? AND agent_id = ? AND fingerprint = ?"
+            " AND type = ? ORDER BY created_at_us, id LIMIT 1",
+            (*self._scope, fingerprint, type_),
+        )
+        return str(rows[0][0]) if rows else None
+
+    # ------------------------------------------------------------------ reads
+    def rows(self, labels: Sequence[int], f: Filter) -> dict[int, Row]:
+        """The memories of ``labels`` that are live, unexpired, in scope and pass ``f``."""
+        out: dict[int, Row] = {}
+        for part in _batches(list(labels)):
+            where, params = self._filter_sql(f)
+            rows = self._q(
+                f"SELECT {_READ} FROM memory m NOT INDEXED JOIN am_memory a ON a.label = m.label"
+                f" WHERE m.label IN ({placeholders(len(part))}) AND m.org_id = ?"
+                " AND m.agent_id = ? AND a.org_id = ? AND a.agent_id = ?"
+                " AND (m.expires_at_us IS NULL OR m.expires_at_us > ?)"
+                f" AND {where}",
+                (*part, *self._scope, *self._scope, f.now_us, *params),
+            )
+            about = self._about([r[1] for r in rows])
+            for r in rows:
+                out[r[0]] = Row(r[0], self._memory(r, about.get(r[1], ())), r[18])
+        return out
+
+    def eligible(self, labels: Sequence[int], f: Filter) -> set[int]:
+        """Which of ``labels`` are live, unexpired, in scope and pass ``f`` (no text read)."""
+        out: set[int] = set()
+        where, params = self._filter_sql(f)
+        for part in _batches(list(labels)):
+            out.update(
+                int(r[0])
+                for r in self._q(
+                    "SELECT a.label FROM am_memory a JOIN memory m ON m.label = a.label"
+                    f" WHERE a.label IN ({placeholders(len(part))}) AND a.org_id = ?"
+                    " AND a.agent_id = ? AND m.org_id = ? AND m.agent_id = ?"
+                    f" AND (m.expires_at_us IS NULL OR m.expires_at_us > ?) AND {where}",
+                    (*part, *self._scope, *self._scope, f.now_us, *params),
+                )
+            )
+        return out
+
+    def by_id(self, memory_id: str, now_us: int) -> Row | None:
+        """One live memory of this scope by id."""
+        rows = self._q(
+            "SELECT label FROM am_memory WHERE id = ? AND org_id = ? AND agent_id = ?",
+            (memory_id, *self._scope),
+        )
+        if not rows:
+            return None
+        f = Filter(now_us=now_us, include_archived=True, as_of_us=2**62)  # any validity
+        return self.rows([rows[0][0]], f).get(rows[0][0])
+
+    def _about(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        out: dict[str, list[str]] = {}
+        for part in _batches(list(ids)):
+            for mid, entity in self._q(
+                "SELECT memory_id, entity FROM am_about WHERE memory_id IN"
+                f" ({placeholders(len(part))}) ORDER BY memory_id, key",
+                list(part),
+            ):
+                out.setdefault(mid, []).append(entity)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @staticmethod
+    def _memory(r: Sequence[Any], about: tuple[str, ...]) -> Memory:
+        return Memory(
+            id=r[1],
+            type=r[8],
+            content=r[3],
+            role=r[2],
+            conversation_id=r[5],
+            speaker=r[9],
+            created_at=from_us(r[4]),
+            expires_at=from_us(r[6]) if r[6] is not None else None,
+            confidence=float(r[10]),
+            importance=float(r[11]),
+            salience=float(r[12]),
+            stability_days=float(r[13]),
+            difficulty=float(r[14]),
+            last_review=from_us(r[15]),
+            access_count=int(r[16]),
+            archived=r[17] is not None,
+            about=about,
+            metadata={} if r[7] == "{}" else json.loads(r[7]),
+        )
+
+    def _filter_sql(self, f: Filter) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if f.types is not None:
+            clauses.append(f"a.type IN ({placeholders(len(f.types))})")
+            params.extend(f.types)
+        if not f.include_archived:
+            clauses.append("a.archived_at_us IS NULL")
+        if f.about is not None:
+            clauses.append(
+                "a.id IN (SELECT memory_id FROM am_about WHERE org_id = ? AND agent_id = ?"
+                f" AND key IN ({placeholders(len(f.about))}))"
+            )
+            params.extend((*self._scope, *f.about))
+        if f.as_of_us is None:
+            # The current view: a superseded or retracted fact is history, not knowledge.
+            clauses.append("a.id NOT IN (SELECT id FROM am_fact WHERE valid_to_us IS NOT NULL)")
+        else:
+            clauses.append("a.created_at_us <= ?")
+            clauses.append(
+                "a.id NOT IN (SELECT id FROM am_fact WHERE valid_from_us > ?"
+                " OR (valid_to_us IS NOT NULL AND valid_to_us <= ?))"
+            )
+            params.extend((f.as_of_us, f.as_of_us, f.as_of_us))
+        return " AND ".join(clauses) or "1", params
+
+    def keyword(self, query_text: str, k: int, f: Filter) -> list[int]:
+        """Labels of the ``k`` best BM25 matches that pass ``f``, best first.
+
+        FTS5 scores the scope's rows only (scope tokens in the MATCH); the filter is
+        applied in the same query, so the ``LIMIT`` counts only rows that qualify.
+        """
+        match = match_expression(query_text, Scope(*self._scope))
+        if match is None:
+            return []
+        where, params = self._filter_sql(f)
+        rows = self._q(
+            "SELECT f.rowid, bm25(memory_fts, 1.0, 0.0) AS r FROM memory_fts f"
+            " JOIN am_memory a ON a.label = f.rowid JOIN memory m ON m.label = f.rowid"
+            " WHERE memory_fts MATCH ? AND (m.expires_at_us IS NULL OR m.expires_at_us > ?)"
+            f" AND {where} ORDER BY r, f.rowid LIMIT ?",
+            (match, f.now_us, *params, k),
+        )
+        return [int(r[0]) for r in rows]
+
+    def vectors(self, f: Filter) -> tuple[list[int], bytes]:
+        """Labels and float32 vectors of every memory that passes ``f`` (exact search)."""
+        where, params = self._filter_sql(f)
+        rows = self._q(
+            "SELECT v.label, v.embedding FROM am_memory a JOIN memory m ON m.label = a.label"
+            " JOIN memory_vec v ON v.label = a.label WHERE a.org_id = ? AND a.agent_id = ?"
+            f" AND (m.expires_at_us IS NULL OR m.expires_at_us > ?) AND {where}",
+            (*self._scope, f.now_us, *params),
+        )
+        return [int(r[0]) for r in rows], b"".join(r[1] for r in rows)
+
+    def fingerprints(self, labels: Sequence[int]) -> dict[int, str]:
+        """Text fingerprint of each label (to keep one of near-identical hits)."""
+        out: dict[int, str] = {}
+        for part in _batches(list(labels)):
+            out.update(
+                self._q(
+                    "SELECT label, fingerprint FROM am_memory WHERE label IN"
+                    f" ({placeholders(len(part))})",
+                    list(part),
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------ decay, access
+    def log_access(self, tx: WriteTx, accesses: Sequence[tuple[str, int]]) -> None:
+        """Append (memory id, time) accesses and bump each memory's counters."""
+        tx.executemany("INSERT INTO am_access (memory_id, at_us) VALUES (?, ?)", accesses)
+        tx.executemany(
+            "UPDATE am_memory SET access_count = access_count + 1,"
+            " last_access_us = max(coalesce(last_access_us, 0), ?) WHERE id = ?",
+            [(at, mid) for mid, at in accesses],
+        )
+
+    def accesses(self, memory_id: str) -> list[int]:
+        """Times (µs) a recall returned this memory, oldest first."""
+        return [
+            int(r[0])
+            for r in self._q(
+                "SELECT at_us FROM am_access WHERE memory_id = ? ORDER BY at_us", (memory_id,)
+            )
+        ]
+
+    def set_review(
+        self, tx: WriteTx, memory_id: str, stability: float, difficulty: float, at_us: int
+    ) -> None:
+        """Store a memory's FSRS state after feedback."""
+        tx.execute(
+            "UPDATE am_memory SET stability = ?, difficulty = ?, last_review_us = ? WHERE id = ?",
+            (stability, difficulty, at_us, memory_id),
+        )
+
+    def decay_rows(
+        self,
+    ) -> list[tuple[str, int, str, float, float, int, float | None, float, int | None]]:
+        """(id, label, type, stability, salience, last_review_us, retrievability,
+        importance, archived_at_us) of every memory in scope, by id."""
+        return [
+            tuple(r)
+            for r in self._q(
+                "SELECT id, label, type, stability, salience, last_review_us, retrievability,"
+                " importance, archived_at_us FROM am_memory WHERE org_id = ? AND agent_id = ?"
+                " ORDER BY id",
+                self._scope,
+            )
+        ]
+
+    def set_retrievability(self, tx: WriteTx, values: Sequence[tuple[float, str]]) -> None:
+        """Store each (R, id) snapshot."""
+        tx.executemany("UPDATE am_memory SET retrievability = ? WHERE id = ?", values)
+
+    # ------------------------------------------------------------------ history
+    def append_history(
+        self, tx: WriteTx, at_us: int, entries: Sequence[tuple[str, str, dict[str, Any]]]
+    ) -> None:
+        """Append (op, target, detail) lines to the belief history."""
+        tx.executemany(
+            "INSERT INTO am_history (org_id, agent_id, at_us, op, target, detail)"
+            " VALUES (?,?,?,?,?,?)",
+            [
+                (*self._scope, at_us, op, target, json.dumps(detail, sort_keys=True))
+                for op, target, detail in entries
+            ],
+        )
+
+    def history(self, target: str | None, limit: int) -> list[HistoryEntry]:
+        """The belief history (of one target, or all), oldest first."""
+        cond, params = ("AND target = ?", [target]) if target else ("", [])
+        rows = self._q(
+            f"SELECT seq, at_us, op, target, detail FROM am_history WHERE org_id = ?"
+            f" AND agent_id = ? {cond} ORDER BY seq LIMIT ?",
+            (*self._scope, *params, limit),
+        )
+        return [HistoryEntry(r[0], from_us(r[1]), r[2], r[3], json.loads(r[4])) for r in rows]
+
+    # ------------------------------------------------------------------ facts
+    _FACT = (
+        "id, subject, predicate, object, confidence, single_valued, valid_from_us,"
+        " valid_to_us, superseded_by, retracted"
+    )
+
+    @staticmethod
+    def _fact(r: Sequence[Any]) -> Fact:
+        return Fact(
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            float(r[4]),
+            bool(r[5]),
+            from_us(r[6]),
+            from_us(r[7]) if r[7] is not None else None,
+            r[8],
+            bool(r[9]),
+        )
+
+    def current_facts(self, subject_key: str, predicate_key: str) -> list[Fact]:
+        """Facts of (subject, predicate) still believed, oldest first."""
+        rows = self._q(
+            f"SELECT {self._FACT} FROM am_fact WHERE org_id = ? AND agent_id = ?"
+            " AND subject_key = ? AND predicate_key = ? AND valid_to_us IS NULL"
+            " ORDER BY valid_from_us, id",
+            (*self._scope, subject_key, predicate_key),
+        )
+        return [self._fact(r) for r in rows]
+
+    def facts(
+        self,
+        subject_key: str | None,
+        predicate_key: str | None,
+        as_of_us: int | None,
+        history: bool,
+    ) -> list[Fact]:
+        """Facts believed now, at ``as_of_us``, or (``history``) ever; oldest first."""
+        clauses = ["org_id = ?", "agent_id = ?"]
+        params: list[Any] = [*self._scope]
+        if subject_key is not None:
+            clauses.append("subject_key = ?")
+            params.append(subject_key)
+        if predicate_key is not None:
+            clauses.append("predicate_key = ?")
+            params.append(predicate_key)
+        if not history:
+            if as_of_us is None:
+                clauses.append("valid_to_us IS NULL")
+            else:
+                clauses.append("valid_from_us <= ? AND (valid_to_us IS NULL OR valid_to_us > ?)")
+                params.extend((as_of_us, as_of_us))
+        rows = self._q(
+            f"SELECT {self._FACT} FROM am_fact WHERE {' AND '.join(clauses)}"
+            " ORDER BY valid_from_us, id",
+            params,
+        )
+        return [self._fact(r) for r in rows]
+
+    def fact(self, fact_id: str) -> Fact | None:
+        """One fact of this scope by id."""
+        rows = self._q(
+            f"SELECT {self._FACT} FROM am_fact WHERE id = ? AND org_id = ? AND agent_id = ?",
+            (fact_id, *self._scope),
+        )
+        return self._fact(rows[0]) if rows else None
+
+    def insert_fact(
+        self,
+        tx: WriteTx,
+        fact_id: str,
+        parts: tuple[str, str, str],
+        keys: tuple[str, str, str],
+        confidence: float,
+        single_valued: bool,
+        valid_from_us: int,
+    ) -> None:
+        """A new fact, stored under the id of the semantic memory holding its text."""
+        tx.execute(
+            "INSERT INTO am_fact (id, org_id, agent_id, subject, predicate, object, subject_key,"
+            " predicate_key, object_key, confidence, single_valued, valid_from_us)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (fact_id, *self._scope, *parts, *keys, confidence, int(single_valued), valid_from_us),
+        )
+
+    def close_fact(self, tx: WriteTx, fact_id: str, at_us: int, superseded_by: str | None) -> None:
+        """End a fact's validity (superseded by another, or retracted)."""
+        tx.execute(
+            "UPDATE am_fact SET valid_to_us = ?, superseded_by = ?, retracted = ?"
+            " WHERE id = ? AND valid_to_us IS NULL",
+            (at_us, superseded_by, int(superseded_by is None), fact_id),
+        )
+
+    def set_confidence(self, tx: WriteTx, fact_id: str, confidence: float) -> None:
+        """Change a fact's (and its memory's) confidence."""
+        tx.execute("UPDATE am_fact SET confidence = ? WHERE id = ?", (confidence, fact_id))
+        tx.execute("UPDATE am_memory SET confidence = ? WHERE id = ?", (confidence, fact_id))
+
+    # ------------------------------------------------------------------ edges
+    def add_edges(
+        self, tx: WriteTx, edges: Sequence[tuple[str, str, str, float]], at_us: int
+    ) -> None:
+        """Add (src, dst, type, confidence) edges (an existing one is kept)."""
+        tx.executemany(
+            "INSERT OR IGNORE INTO am_edge (src, dst, type, org_id, agent_id, confidence,"
+            " created_at_us) VALUES (?,?,?,?,?,?,?)",
+            [(s, d, t, *self._scope, c, at_us) for s, d, t, c in edges],
+        )
+
+    def edges(self, node: str) -> list[tuple[str, str, str, float, int]]:
+        """Stored edges touching ``node``: (src, dst, type, confidence, created_at_us)."""
+        return [
+            tuple(r)
+            for r in self._q(
+                "SELECT src, dst, type, confidence, created_at_us FROM am_edge WHERE org_id = ?"
+                " AND agent_id = ? AND (src = ? OR dst = ?) ORDER BY created_at_us, src, dst, type",
+                (*self._scope, node, node),
+            )
+        ]
+
+    def neighbours_in_conversation(self, memory_id: str) -> list[tuple[str, int]]:
+        """The turns just before and after a memory in its conversation (implicit
+        temporal edges: conversation order is stored once, in the rows themselves)."""
+        rows = self._q(
+            "SELECT conversation_id, created_at_us FROM am_memory WHERE id = ? AND org_id = ?"
+            " AND agent_id = ?",
+            (memory_id, *self._scope),
+        )
+        if not rows:
+            return []
+        conv, at = rows[0]
+        out: list[tuple[str, int]] = []
+        for op, order in (("<", "DESC"), (">", "ASC")):
+            r = self._q(
+                "SELECT id, created_at_us FROM am_memory WHERE org_id = ? AND agent_id = ?"
+                f" AND conversation_id = ? AND type = 'episodic' AND (created_at_us {op} ?"
+                f" OR (created_at_us = ? AND id {op} ?)) ORDER BY created_at_us {order},"
+                f" id {order} LIMIT 1",
+                (*self._scope, conv, at, at, memory_id),
+            )
+            out.extend((str(x[0]), int(x[1])) for x in r)
+        return out
+
+    # ------------------------------------------------------------------ procedures
+    _PROC = "id, action, context, successes, failures"
+
+    def procedure_by_key(self, action_key: str, context_key: str) -> Procedure | None:
+        """The procedure recorded for this action (in this context), if any."""
+        rows = self._q(
+            f"SELECT {self._PROC} FROM am_procedure WHERE org_id = ? AND agent_id = ?"
+            " AND action_key = ? AND context_key = ?",
+            (*self._scope, action_key, context_key),
+        )
+        return Procedure(*rows[0]) if rows else None
+
+    def procedures(self, ids: Sequence[str]) -> dict[str, Procedure]:
+        """Procedures by id."""
+        out: dict[str, Procedure] = {}
+        for part in _batches(list(ids)):
+            for r in self._q(
+                f"SELECT {self._PROC} FROM am_procedure WHERE id IN ({placeholders(len(part))})"
+                " AND org_id = ? AND agent_id = ?",
+                (*part, *self._scope),
+            ):
+                out[r[0]] = Procedure(*r)
+        return out
+
+    def insert_procedure(
+        self,
+        tx: WriteTx,
+        pid: str,
+        action: str,
+        context: str | None,
+        keys: tuple[str, str],
+        success: bool,
+        at_us: int,
+    ) -> None:
+        """A new procedure with its first outcome."""
+        tx.execute(
+            "INSERT INTO am_procedure (id, org_id, agent_id, action, context, action_key,"
+            " context_key, successes, failures, updated_at_us) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (pid, *self._scope, action, context, *keys, int(success), int(not success), at_us),
+        )
+
+    def count_outcome(self, tx: WriteTx, pid: str, success: bool, at_us: int) -> None:
+        """One more success or failure."""
+        col = "successes" if success else "failures"
+        tx.execute(
+            f"UPDATE am_procedure SET {col} = {col} + 1, updated_at_us = ? WHERE id = ?",
+            (at_us, pid),
+        )
+
+    # ------------------------------------------------------------------ selection
+    def select(self, selector: str, value: str) -> list[tuple[str, int]]:
+        """(id, label) of this scope's memories chosen by ``id``, ``conversation_id`` or
+        ``about`` (an entity key), archived ones included."""
+        cond = {
+            "id": "id = ?",
+            "conversation_id": "conversation_id = ?",
+            "about": "id IN (SELECT memory_id FROM am_about WHERE org_id = ? AND agent_id = ?"
+            " AND key = ?)",
+        }[selector]
+        extra = (*self._scope, value) if selector == "about" else (value,)
+        rows = self._q(
+            f"SELECT id, label FROM am_memory WHERE org_id = ? AND agent_id = ? AND {cond}"
+            " ORDER BY id",
+            (*self._scope, *extra),
+        )
+        return [(str(r[0]), int(r[1])) for r in rows]
+
+    # ------------------------------------------------------------------ forget, undo
+    def forget(
+        self,
+        tx: WriteTx,
+        chosen: Sequence[tuple[str, int]],
+        token: str,
+        at_us: int,
+        until_us: int,
+    ) -> None:
+        """Move memories into the undo area: every row of every table that holds them is
+        kept there (text, vector, decay state, facts, edges), then deleted everywhere, in
+        the caller's one transaction, so no index can still return them."""
+        for mid, label in chosen:
+            mem = tx.query(
+                "SELECT id, role, content, created_at_us, conversation_id, org_id, agent_id,"
+                " expires_at_us, kind, source, metadata, embedding_model FROM memory"
+                " WHERE label = ?",
+                (label,),
+            )[0]
+            am = tx.query("SELECT * FROM am_memory WHERE id = ?", (mid,))[0]
+            about = tx.query("SELECT entity, key FROM am_about WHERE memory_id = ?", (mid,))
+            fact = tx.query("SELECT * FROM am_fact WHERE id = ?", (mid,))
+            proc = tx.query("SELECT * FROM am_procedure WHERE id = ?", (mid,))
+            edges = tx.query("SELECT * FROM am_edge WHERE src = ? OR dst = ?", (mid, mid))
+            vec = tx.query("SELECT embedding FROM memory_vec WHERE label = ?", (label,))
+            payload = {
+                "memory": list(mem),
+                "am_memory": list(am),
+                "about": [list(a) for a in about],
+                "fact": list(fact[0]) if fact else None,
+                "procedure": list(proc[0]) if proc else None,
+                "edges": [list(e) for e in edges],
+            }
+            tx.execute(
+                "INSERT INTO am_forgotten (memory_id, token, org_id, agent_id, conversation_id,"
+                " about, forgotten_at_us, until_us, payload, vector) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    mid,
+                    token,
+                    *self._scope,
+                    mem[4],
+                    json.dumps([a[1] for a in about]),
+                    at_us,
+                    until_us,
+                    json.dumps(payload),
+                    vec[0][0] if vec else None,
+                ),
+            )
+        self._drop_layer_rows(tx, [mid for mid, _ in chosen])
+        tx.delete_labels([label for _, label in chosen])
+
+    def _drop_layer_rows(self, tx: WriteTx, ids: Sequence[str]) -> None:
+        for part in _batches(list(ids)):
+            ph, args = placeholders(len(part)), list(part)
+            for table, col in (
+                ("am_memory", "id"),
+                ("am_about", "memory_id"),
+                ("am_fact", "id"),
+                ("am_procedure", "id"),
+            ):
+                tx.execute(f"DELETE FROM {table} WHERE {col} IN ({ph})", args)
+            tx.execute(f"DELETE FROM am_edge WHERE src IN ({ph}) OR dst IN ({ph})", args + args)
+
+    def forgotten(self, token: str, now_us: int) -> list[tuple[str, dict[str, Any], bytes | None]]:
+        """(id, payload, vector) of a forget still within its undo window."""
+        rows = self._q(
+            "SELECT memory_id, payload, vector FROM am_forgotten WHERE token = ? AND org_id = ?"
+            " AND agent_id = ? AND until_us > ? ORDER BY memory_id",
+            (token, *self._scope, now_us),
+        )
+        return [(str(r[0]), json.loads(r[1]), r[2]) for r in rows]
+
+    def unforget(
+        self, tx: WriteTx, payloads: Sequence[dict[str, Any]], labels: Sequence[int]
+    ) -> None:
+        """Put the layer's rows of forgotten memories back (their memory rows were just
+        re-inserted through ``tx`` under ``labels``) and empty their undo entries."""
+        for p, label in zip(payloads, labels, strict=True):
+            am = list(p["am_memory"])
+            am[1] = label
+            tx.execute(f"INSERT INTO am_memory VALUES ({placeholders(len(am))})", am)
+            tx.executemany(
+                "INSERT OR IGNORE INTO am_about (memory_id, org_id, agent_id, entity, key)"
+                " VALUES (?,?,?,?,?)",
+                [(am[0], *self._scope, e, k) for e, k in p["about"]],
+            )
+            for table, row in (("am_fact", p["fact"]), ("am_procedure", p["procedure"])):
+                if row is not None:
+                    tx.execute(f"INSERT INTO {table} VALUES ({placeholders(len(row))})", row)
+            for e in p["edges"]:
+                tx.execute(f"INSERT OR IGNORE INTO am_edge VALUES ({placeholders(len(e))})", e)
+            tx.execute("DELETE FROM am_forgotten WHERE memory_id = ?", (am[0],))
+
+    def forgotten_select(self, selector: str, value: str) -> list[str]:
+        """Ids in the undo area chosen like ``select`` (erase reaches them too)."""
+        cond = {
+            "id": "memory_id = ?",
+            "conversation_id": "conversation_id = ?",
+            "about": "EXISTS (SELECT 1 FROM json_each(about) WHERE value = ?)",
+        }[selector]
+        rows = self._q(
+            f"SELECT memory_id FROM am_forgotten WHERE org_id = ? AND agent_id = ? AND {cond}",
+            (*self._scope, value),
+        )
+        return [str(r[0]) for r in rows]
+
+    def purgeable(self, now_us: int) -> list[str]:
+        """Ids in the undo area whose window has passed."""
+        return [
+            str(r[0])
+            for r in self._q(
+                "SELECT memory_id FROM am_forgotten WHERE org_id = ? AND agent_id = ?"
+                " AND until_us <= ? ORDER BY memory_id",
+                (*self._scope, now_us),
+            )
+        ]
+
+    # ------------------------------------------------------------------ erase
+    def erase(
+        self,
+        tx: WriteTx,
+        chosen: Sequence[tuple[str, int]],
+        forgotten: Sequence[str],
+        selector: str,
+        at_us: int,
+    ) -> None:
+        """Delete every row holding these memories, in every table, with their history,
+        access log and undo entries; leave a content-free tombstone and a pending purge
+        (the archive, the keyword index's segments, the WAL and the HNSW checkpoint are
+        cleaned after the commit; ``am_purge`` makes that resumable)."""
+        ids = sorted({mid for mid, _ in chosen} | set(forgotten))
+        self._drop_layer_rows(tx, ids)
+        for part in _batches(ids):
+            ph, args = placeholders(len(part)), list(part)
+            tx.execute(f"DELETE FROM am_history WHERE target IN ({ph})", args)
+            tx.execute(f"DELETE FROM am_access WHERE memory_id IN ({ph})", args)
+            tx.execute(f"DELETE FROM am_forgotten WHERE memory_id IN ({ph})", args)
+        tx.delete_labels([label for _, label in chosen])
+        tx.execute(
+            "INSERT INTO am_tombstone (org_id, agent_id, at_us, selector, count, ids)"
+            " VALUES (?,?,?,?,?,?)",
+            (*self._scope, at_us, selector, len(ids), json.dumps(ids)),
+        )
+        tx.executemany("INSERT OR IGNORE INTO am_purge (memory_id) VALUES (?)", [(i,) for i in ids])
+
+    def pending_purge(self) -> list[str]:
+        """Ids erased whose cleanup after the commit has not finished (any scope)."""
+        return [str(r[0]) for r in self._q("SELECT memory_id FROM am_purge ORDER BY memory_id")]
+
+    def clear_purge(self, tx: WriteTx, ids: Sequence[str]) -> None:
+        """The cleanup of these erased ids finished."""
+        tx.executemany("DELETE FROM am_purge WHERE memory_id = ?", [(i,) for i in ids])
+
+    def tombstones(self) -> list[dict[str, Any]]:
+        """What erase removed in this scope: when, by what kind of selector, which ids."""
+        return [
+            {
+                "seq": r[0],
+                "at": from_us(r[1]).isoformat(),
+                "selector": r[2],
+                "count": r[3],
+                "ids": json.loads(r[4]),
+            }
+            for r in self._q(
+                "SELECT seq, at_us, selector, count, ids FROM am_tombstone"
+                " WHERE org_id = ? AND agent_id = ? ORDER BY seq",
+                self._scope,
+            )
+        ]
+
+    # ------------------------------------------------------------------ archive
+    def texts(self, ids: Sequence[str]) -> list[tuple[str, int, str, str]]:
+        """(id, label, content, metadata JSON) of live, not yet archived memories."""
+        out: list[tuple[str, int, str, str]] = []
+        for part in _batches(list(ids)):
+            out.extend(
+                tuple(r)
+                for r in self._q(
+                    "SELECT m.id, m.label, m.content, m.metadata FROM am_memory a JOIN memory m"
+                    f" ON m.label = a.label WHERE a.id IN ({placeholders(len(part))})"
+                    " AND a.org_id = ? AND a.agent_id = ? AND a.archived_at_us IS NULL"
+                    " ORDER BY m.label",
+                    (*part, *self._scope),
+                )
+            )
+        return out
+
+    def vector_of(self, label: int) -> bytes | None:
+        """The stored float32 vector of a memory row, if it has one."""
+        rows = self._q("SELECT embedding FROM memory_vec WHERE label = ?", (label,))
+        return bytes(rows[0][0]) if rows else None
+
+    def mark_archived(self, tx: WriteTx, rows: Sequence[tuple[str, int, str]], at_us: int) -> None:
+        """The text of (id, label, digest) rows is now in the archive: the memory row keeps
+        kind ``archived`` and a pointer instead of it (its vector and keywords stay)."""
+        tx.executemany(
+            "UPDATE memory SET content = ?, metadata = '{}', kind = 'archived' WHERE label = ?",
+            [(f"archived:memory.archive.db/{mid}", label) for mid, label, _ in rows],
+        )
+        tx.executemany(
+            "UPDATE am_memory SET archived_at_us = ?, archive_digest = ? WHERE id = ?"
+            " AND archived_at_us IS NULL",
+            [(at_us, digest, mid) for mid, _, digest in rows],
+        )
+
+    def unarchive(self, tx: WriteTx, mid: str, label: int, content: str, metadata: str) -> None:
+        """Put an archived memory's text back into its row."""
+        tx.execute(
+            "UPDATE memory SET content = ?, metadata = ?, kind = 'granted' WHERE label = ?",
+            (content, metadata, label),
+        )
+        tx.execute(
+            "UPDATE am_memory SET archived_at_us = NULL, archive_digest = NULL WHERE id = ?",
+            (mid,),
+        )
+
+    def archive_digests(self, ids: Sequence[str]) -> dict[str, str]:
+        """Digest of each archived id's text, as ``memory.db`` recorded it."""
+        out: dict[str, str] = {}
+        for part in _batches(list(ids)):
+            out.update(
+                self._q(
+                    "SELECT id, archive_digest FROM am_memory WHERE archived_at_us IS NOT NULL"
+                    f" AND id IN ({placeholders(len(part))})",
+                    list(part),
+                )
+            )
+        return out
+
+    def all_archived(self) -> dict[str, str]:
+        """Every archived id of the data dir (all scopes: the archive file is shared)."""
+        return dict(
+            self._q("SELECT id, archive_digest FROM am_memory WHERE archived_at_us IS NOT NULL")
+        )
+
+    def archived_payload_ids(self) -> set[str]:
+        """Ids in the undo area that were archived when forgotten (their text stays in
+        the archive until undone or purged)."""
+        return {
+            str(r[0])
+            for r in self._q(
+                "SELECT memory_id FROM am_forgotten WHERE json_extract(payload,"
+                " '$.am_memory[18]') IS NOT NULL"
+            )
+        }
+
+    # ------------------------------------------------------------------ consolidation
+    def texts_of_type(self, type_: str) -> list[tuple[str, int, str, int, str | None]]:
+        """(id, label, content, created_at_us, promoted_to) of live, unarchived memories
+        of one type that are not facts, by creation time then id."""
+        return [
+            tuple(r)
+            for r in self._q(
+                "SELECT a.id, a.label, m.content, a.created_at_us, a.promoted_to FROM am_memory a"
+                " JOIN memory m ON m.label = a.label WHERE a.org_id = ? AND a.agent_id = ?"
+                " AND a.type = ? AND a.archived_at_us IS NULL AND a.id NOT IN (SELECT id FROM"
+                " am_fact) ORDER BY a.created_at_us, a.id",
+                (*self._scope, type_),
+            )
+        ]
+
+    def about_of(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """Entities of each memory (as written)."""
+        return self._about(ids)
+
+    def set_promoted(self, tx: WriteTx, ids: Sequence[str], to: str) -> None:
+        """These episodes made (or joined) the semantic memory ``to``."""
+        tx.executemany("UPDATE am_memory SET promoted_to = ? WHERE id = ?", [(to, i) for i in ids])
+
+    def add_access_counts(self, tx: WriteTx, into: str, from_ids: Sequence[str]) -> None:
+        """Fold the access counts of merged twins into the one kept."""
+        for part in _batches(list(from_ids)):
+            tx.execute(
+                "UPDATE am_memory SET access_count = access_count + (SELECT coalesce(sum("
+                f"access_count), 0) FROM am_memory WHERE id IN ({placeholders(len(part))}))"
+                " WHERE id = ?",
+                (*part, into),
+            )
+
+    def expired(self, now_us: int) -> list[tuple[str, int]]:
+        """(id, label) of memories past their TTL, not yet deleted."""
+        return [
+            (str(r[0]), int(r[1]))
+            for r in self._q(
+                "SELECT a.id, a.label FROM am_memory a JOIN memory m ON m.label = a.label"
+                " WHERE a.org_id = ? AND a.agent_id = ? AND m.expires_at_us IS NOT NULL"
+                " AND m.expires_at_us <= ? ORDER BY a.id",
+                (*self._scope, now_us),
+            )
+        ]
+
+    def orphans(self) -> list[str]:
+        """Layer rows whose memory row is gone (deleted through the memory store)."""
+        return [
+            str(r[0])
+            for r in self._q(
+                "SELECT id FROM am_memory a WHERE org_id = ? AND agent_id = ? AND NOT EXISTS"
+                " (SELECT 1 FROM memory m WHERE m.label = a.label)",
+                self._scope,
+            )
+        ]
+
+    def drop(self, tx: WriteTx, chosen: Sequence[tuple[str, int]]) -> None:
+        """Delete memories for good (expired, or orphaned), with their layer rows."""
+        self._drop_layer_rows(tx, [mid for mid, _ in chosen])
+        tx.delete_labels([label for _, label in chosen if label >= 0])
+
+    def drop_forgotten(self, tx: WriteTx, ids: Sequence[str]) -> None:
+        """Empty undo entries whose window passed."""
+        tx.executemany("DELETE FROM am_forgotten WHERE memory_id = ?", [(i,) for i in ids])
+
+
+__all__ = ["Filter", "NewMemory", "Row", "SCHEMA_VERSION", "SqliteRepository"]
