@@ -1,0 +1,47 @@
+"""Fixtures of the agent-memory tests: a memory with an injected clock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from agentzero_store import AgentMemory
+from tests.conftest import FAST, PASSPHRASE
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Clock:
+    """A clock the test moves by hand (decay, TTL and undo windows without sleeping)."""
+
+    def __init__(self, now: datetime = START) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **kw: float) -> datetime:
+        self.now += timedelta(**kw)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def open_memory(data_dir: Path, clock: Clock, **kw: object) -> AgentMemory:
+    """An AgentMemory of org acme / agent a1 (override with keyword arguments)."""
+    args: dict[str, object] = {"org_id": "acme", "agent_id": "a1", "config": FAST}
+    args.update(kw)
+    return AgentMemory.open(data_dir, passphrase=PASSPHRASE, clock=clock, **args)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def mem(data_dir: Path, clock: Clock) -> Iterator[AgentMemory]:
+    m = open_memory(data_dir, clock)
+    yield m
+    m.close()
