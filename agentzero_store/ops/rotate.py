@@ -6,20 +6,23 @@ The journal lives in keys.json itself. Steps, each safe to repeat::
     2. memory    memory.db: PRAGMA rekey to the new SQLCipher subkey (one transaction),
                  then reopened under the new key and every page checked: rekey answers
                  ok even when a full disk kept it from rewriting the file
-    3. log       rag/index.jsonl re-sealed under the new documents subkey (atomic_write),
+    3. archive   memory.archive.db (if present), the same way, to the new archive subkey:
+                 it holds the text of archived memories, unreadable once the old master
+                 is forgotten
+    4. log       rag/index.jsonl re-sealed under the new documents subkey (atomic_write),
                  then every record authenticated under the new key
-    4. ledger    sources.ledger re-sealed under the new ledger subkey (atomic_write)
-    5. sidecars  checkpoints under the old sidecar subkey removed (rebuilt on next open)
-    6. commit    keys.json: the credential's slot now wraps the new master; journal gone
+    5. ledger    sources.ledger re-sealed under the new ledger subkey (atomic_write)
+    6. sidecars  checkpoints under the old sidecar subkey removed (rebuilt on next open)
+    7. commit    keys.json: the credential's slot now wraps the new master; journal gone
 
-Any failure before step 6 raises a typed error and leaves the journal: the old key still
+Any failure before step 7 raises a typed error and leaves the journal: the old key still
 opens the store, and `key rotate` (or the next open) resumes.
 
 The journal is durable before any file uses the new key, so no state exists in which
 data is under a key nobody can unwrap. While the journal exists, the credential still
 opens the OLD master, which unseals the new one: any credential of the store can finish
-the job. Each data file is under exactly one of the two keys at any instant (steps 2 and
-3 are atomic per file) and the code probes which. Opening a store whose journal is
+the job. Each data file is under exactly one of the two keys at any instant (steps 2 to
+4 are atomic per file) and the code probes which. Opening a store whose journal is
 present finishes the rotation first (``storage.datadir.open_data_dir`` calls
 ``resume_rotation``, which the package root installs there), so after a crash the store
 opens with the same credential, under the new key.
@@ -67,6 +70,7 @@ class RotateResult:
     log_resealed: bool
     sidecars_dropped: int
     slots_dropped: list[str]
+    archive_rekeyed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -129,6 +133,8 @@ def _rotate(
         new = StoreKeys(store_id=old.store_id, master=new_master)
         memory = _rekey_memory(layout.memory_db, old, new)
         _verify_memory(layout.memory_db, new)
+        archive = _rekey_archive(layout.memory_archive, old, new)
+        _verify_archive(layout.memory_archive, new)
         log = False
         if layout.rag_log.exists():
             # lazily: the engine never imports rag eagerly
@@ -148,7 +154,14 @@ def _rotate(
         dropped_sidecars = drop_sidecar_checkpoints(layout, io)
         dropped_slots = _commit(layout, cred, slot, new, io)
     return RotateResult(
-        str(layout.root), old.store_id, resumed, memory, log, dropped_sidecars, dropped_slots
+        str(layout.root),
+        old.store_id,
+        resumed,
+        memory,
+        log,
+        dropped_sidecars,
+        dropped_slots,
+        archive_rekeyed=archive,
     )
 
 
@@ -166,38 +179,66 @@ def _unseal_journal(layout: Layout, old: StoreKeys, journal: Any) -> bytes:
 
 def _rekey_memory(path: Path, old: StoreKeys, new: StoreKeys) -> bool:
     """Step 2. False when memory.db is absent or already under the new key."""
+    return _rekey_sqlcipher(path, old.sqlcipher_key, new.sqlcipher_key)
+
+
+def _verify_memory(path: Path, new: StoreKeys) -> None:
+    """Step 2's check, before the commit forgets the old key."""
+    _verify_sqlcipher(path, new.sqlcipher_key)
+
+
+def _rekey_archive(path: Path, old: StoreKeys, new: StoreKeys) -> bool:
+    """Step 3. False when there is no archive or it is already under the new key.
+
+    After memory.db, so a crash between the two leaves each file wholly under one key:
+    the resumed run finds memory.db done (probe) and re-keys only the archive.
+    """
+    return _rekey_sqlcipher(path, old.archive_key, new.archive_key)
+
+
+def _verify_archive(path: Path, new: StoreKeys) -> None:
+    """Step 3's check: the archived texts must read under the new key before the commit."""
+    _verify_sqlcipher(path, new.archive_key)
+
+
+def _rekey_sqlcipher(path: Path, old_key: bytes, new_key: bytes) -> bool:
+    """PRAGMA rekey one SQLCipher file from ``old_key`` to ``new_key``, idempotently.
+
+    False when the file is absent or already under the new key (a previous run got past
+    its rekey commit).
+    """
     if not path.exists():
         return False
     timeout_ms = StoreConfig().busy_timeout_ms
     try:
-        Database(path, new.sqlcipher_key, busy_timeout_ms=timeout_ms).close()
+        Database(path, new_key, busy_timeout_ms=timeout_ms).close()
         return False  # a previous run got past the rekey commit
     except CorruptStoreError:
         pass  # not (yet) under the new key: it must open with the old one
-    db = Database(path, old.sqlcipher_key, busy_timeout_ms=timeout_ms)
+    db = Database(path, old_key, busy_timeout_ms=timeout_ms)
     try:
         # PRAGMA rekey rewrites every page in ONE transaction: after a crash the file is
         # entirely under the old key or entirely under the new one.
-        db.query(f"PRAGMA rekey = \"x'{new.sqlcipher_key.hex()}'\"")
+        db.query(f"PRAGMA rekey = \"x'{new_key.hex()}'\"")
     finally:
         db.close()
     return True
 
 
-def _verify_memory(path: Path, new: StoreKeys) -> None:
-    """Before the commit forgets the old key: memory.db must open under the new key and
+def _verify_sqlcipher(path: Path, new_key: bytes) -> None:
+    """Before the commit forgets the old key: the file must open under the new key and
     every page must pass its HMAC. ``PRAGMA rekey`` answers ok even when it could not
-    rewrite the file (a disk with less free space than memory.db's size)."""
+    rewrite the file (a disk with less free space than the file's size)."""
     if not path.exists():
         return
     try:
-        db = Database(path, new.sqlcipher_key, busy_timeout_ms=StoreConfig().busy_timeout_ms)
+        db = Database(path, new_key, busy_timeout_ms=StoreConfig().busy_timeout_ms)
     except CorruptStoreError as exc:
         free = shutil.disk_usage(path.parent).free
         size = path.stat().st_size
         raise StoreIOError(
-            f"memory.db is still under the old key after PRAGMA rekey ({free:,} bytes free, "
-            f"{size:,} needed to rewrite it): the re-key did not take effect",
+            f"{path.name} is still under the old key after PRAGMA rekey ({free:,} bytes "
+            f"free, {size:,} needed to rewrite it): the re-key did not take effect",
             hint=f"free at least {size:,} bytes on {path.parent}, then run `agentzero key "
             "rotate` to finish; the old key still opens the store until the rotation commits",
         ) from exc
@@ -207,7 +248,7 @@ def _verify_memory(path: Path, new: StoreKeys) -> None:
         db.close()
     if bad:
         raise CorruptStoreError(
-            f"memory.db fails its page check under the new key ({bad[0]})",
+            f"{path.name} fails its page check under the new key ({bad[0]})",
             path=path,
             hint="run `agentzero key rotate` again to finish; the old key still opens the "
             "store until the rotation commits",
@@ -240,7 +281,7 @@ def _reseal_ledger(layout: Layout, old: StoreKeys, new: StoreKeys, io: FileIO) -
 def drop_sidecar_checkpoints(layout: Layout, io: FileIO) -> int:
     """Every index checkpoint (and the log's replay catalog) goes; the next open rebuilds.
 
-    Step 5 of a rotation (they are sealed with the old sidecar subkey), and what
+    Step 6 of a rotation (they are sealed with the old sidecar subkey), and what
     ``store accept-loss`` does (they may cover what was lost)."""
     n = 0
     if layout.rag_catalog.exists():  # sealed under the old key: ignored by now, so drop it
@@ -263,7 +304,7 @@ def drop_sidecar_checkpoints(layout: Layout, io: FileIO) -> int:
 
 
 def _commit(layout: Layout, cred: Credential, slot: str, new: StoreKeys, io: FileIO) -> list[str]:
-    """Step 6, the commit point: one atomic rewrite of keys.json."""
+    """Step 7, the commit point: one atomic rewrite of keys.json."""
     header = read_header(layout)
     kdf = slot_kdf(layout, slot) or KdfParams()
     dropped = [str(s.get("id")) for s in header["slots"] if s.get("id") != slot]

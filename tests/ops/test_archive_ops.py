@@ -1,0 +1,116 @@
+"""The archive (``memory.archive.db``) through the operations that span the data dir:
+key rotation re-keys it, backup/restore carries it, verify checks it against memory.db.
+
+Each test archives real memories through ``AgentMemory`` and works on the real files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentzero_store.base.config import Layout, StoreConfig
+from agentzero_store.base.errors import CorruptStoreError, RotationInProgressError
+from agentzero_store.ops import rotate as rotate_mod
+from agentzero_store.ops import rotate_keys, verify_store
+from agentzero_store.storage.keys import unlock
+from agentzero_store.storage.sqlcipher import Database
+
+from ..agentmem.conftest import Clock, open_memory
+from .conftest import CRED
+
+ARCHIVED_TEXT = "the quokka named Zanzibar sleeps in the garage"
+KEPT_TEXT = "the weather in Lisbon was mild all week"
+
+
+def archived_store(root: Path, n_archived: int = 1) -> list[str]:
+    """A store with ``n_archived`` archived memories (and one that is not); their ids."""
+    ids = []
+    with open_memory(root, Clock()) as mem:
+        mem.remember(KEPT_TEXT)
+        for i in range(n_archived):
+            mid = mem.remember(f"{ARCHIVED_TEXT} ({i})").id
+            assert mem.archive(mid)
+            ids.append(mid)
+        assert "quokka" not in mem.store.get(ids[0]).content  # type: ignore[union-attr]
+    return ids
+
+
+def opens_under(path: Path, key: bytes) -> bool:
+    """True if the SQLCipher file ``path`` reads under ``key``."""
+    try:
+        Database(path, key, busy_timeout_ms=StoreConfig().busy_timeout_ms, readonly=True).close()
+    except CorruptStoreError:
+        return False
+    return True
+
+
+def assert_archived_texts(root: Path, ids: list[str]) -> None:
+    with open_memory(root, Clock()) as mem:
+        for i, mid in enumerate(ids):
+            m = mem.get(mid)
+            assert m is not None and m.archived and m.content == f"{ARCHIVED_TEXT} ({i})"
+
+
+# ---------------------------------------------------------------------- rotation
+def test_rotation_rekeys_the_archive(data_dir: Path) -> None:
+    ids = archived_store(data_dir, 2)
+    layout = Layout(data_dir)
+    old = unlock(layout, CRED)
+    r = rotate_keys(data_dir, CRED)
+    assert r.memory_rekeyed and r.archive_rekeyed
+    new = unlock(layout, CRED)
+    assert opens_under(layout.memory_archive, new.archive_key)
+    assert not opens_under(layout.memory_archive, old.archive_key)
+    assert_archived_texts(data_dir, ids)
+    assert verify_store(data_dir, CRED).clean
+
+
+def test_rotation_without_an_archive_creates_none(data_dir: Path) -> None:
+    with open_memory(data_dir, Clock()) as mem:
+        mem.remember(KEPT_TEXT)
+    r = rotate_keys(data_dir, CRED)
+    assert r.memory_rekeyed and not r.archive_rekeyed
+    assert not Layout(data_dir).memory_archive.exists()
+
+
+class Crash(BaseException):
+    """Stands in for a kill between two steps."""
+
+
+@pytest.mark.parametrize("step", ["_rekey_archive", "_verify_archive", "_reseal_ledger"])
+def test_rotation_interrupted_around_the_archive_resumes_on_open(
+    data_dir: Path, step: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash after memory.db is re-keyed: before the archive's rekey, after its rekey
+    committed (before the check), or after both. Every file is under one key; the next
+    open probes each and finishes."""
+    ids = archived_store(data_dir)
+    layout = Layout(data_dir)
+    old = unlock(layout, CRED)
+    real = getattr(rotate_mod, step)
+
+    def crash(*a: object, **k: object) -> None:
+        if step == "_verify_archive":
+            real(*a, **k)  # the rekey committed and checks out; the crash comes after
+        raise Crash(step)
+
+    monkeypatch.setattr(rotate_mod, step, crash)
+    with pytest.raises(Crash):
+        rotate_keys(data_dir, CRED)
+    monkeypatch.undo()
+    with pytest.raises(RotationInProgressError):
+        unlock(layout, CRED)
+    journal = json.loads(layout.keys.read_text())["rotation"]
+    assert journal is not None
+    assert not opens_under(layout.memory_db, old.sqlcipher_key)  # memory.db got the new key
+    archive_on_old = opens_under(layout.memory_archive, old.archive_key)
+    assert archive_on_old == (step == "_rekey_archive")
+    # A plain open finishes the rotation with the same credential; the text reads back.
+    assert_archived_texts(data_dir, ids)
+    assert "rotation" not in json.loads(layout.keys.read_text())
+    new = unlock(layout, CRED)
+    assert opens_under(layout.memory_archive, new.archive_key)
+    assert verify_store(data_dir, CRED).clean
