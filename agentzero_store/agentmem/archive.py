@@ -18,7 +18,7 @@ Ordering makes the two files safe without a shared transaction:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..base.errors import CorruptStoreError
@@ -41,6 +41,86 @@ def text_digest(content: str, metadata: str) -> str:
     h.update(b"\0")
     h.update(metadata.encode("utf-8"))
     return h.hexdigest()
+
+
+def required_texts(memory_db: Database) -> dict[str, str]:
+    """Every id whose text ``memory.db`` says the archive holds, with the digest it
+    recorded: archived memories, and forgotten ones that were archived when forgotten
+    (an undo reads their text back). Empty for a store that never used ``AgentMemory``
+    (no agent-memory tables)."""
+    tables = {
+        str(r[0])
+        for r in memory_db.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"
+            " AND name IN ('am_memory', 'am_forgotten')"
+        )
+    }
+    out: dict[str, str] = {}
+    if "am_memory" in tables:
+        out.update(
+            memory_db.query(
+                "SELECT id, archive_digest FROM am_memory WHERE archived_at_us IS NOT NULL"
+            )
+        )
+    if "am_forgotten" in tables:
+        # The payload keeps the am_memory row as a list: [18] archived_at_us, [19] digest.
+        out.update(
+            memory_db.query(
+                "SELECT memory_id, json_extract(payload, '$.am_memory[19]') FROM am_forgotten"
+                " WHERE json_extract(payload, '$.am_memory[18]') IS NOT NULL"
+            )
+        )
+    return out
+
+
+def audit(
+    archive_db: Database, store_id: str, required: Mapping[str, str]
+) -> list[tuple[str | None, str]]:
+    """What is wrong with an opened archive file, given what ``memory.db`` requires of it
+    (``required_texts``): (memory id or None, problem) pairs; empty when it is sound.
+
+    Reads only: used by ``store verify`` and by backup to check the pair of copies.
+    """
+    tables = {
+        str(r[0]) for r in archive_db.query("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    if not {"archived", "meta"} <= tables:
+        problem = "the file has no archive tables (not an archive, or its schema was lost)"
+        return [
+            (None, problem + (f"; {len(required):,} archived texts expected" if required else ""))
+        ]
+    out: list[tuple[str | None, str]] = []
+    owner = archive_db.query("SELECT value FROM meta WHERE key = 'store_id'")
+    if not owner or owner[0][0] != store_id:
+        found = repr(str(owner[0][0])) if owner else "none"
+        out.append((None, f"the archive belongs to another store (store id {found})"))
+    ids = sorted(required)
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        rows = archive_db.query(
+            f"SELECT id, content, metadata FROM archived WHERE id IN ({','.join('?' * len(part))})",
+            part,
+        )
+        found_digests = {str(r[0]): text_digest(r[1], r[2]) for r in rows}
+        for i in part:
+            want = required[i]
+            if i not in found_digests:
+                out.append(
+                    (
+                        i,
+                        f"no text for memory {i}: memory.db marks it archived (sha256 "
+                        f"{want[:16]}…); the archive was rolled back, replaced or damaged",
+                    )
+                )
+            elif found_digests[i] != want:
+                out.append(
+                    (
+                        i,
+                        f"the text of memory {i} is not the one memory.db recorded (expected "
+                        f"sha256 {want[:16]}…, found {found_digests[i][:16]}…)",
+                    )
+                )
+    return out
 
 
 class Archive:
@@ -156,4 +236,4 @@ class Archive:
             self._db = None
 
 
-__all__ = ["Archive", "text_digest"]
+__all__ = ["Archive", "audit", "required_texts", "text_digest"]

@@ -65,7 +65,7 @@ def change_passphrase_cmd(json_out: JsonOpt = False) -> None:
 @key_app.command("rotate")
 @cli_command
 def rotate_cmd(json_out: JsonOpt = False) -> None:
-    """New master key: re-key memory.db, re-seal the document log, drop old checkpoints.
+    """New master key: re-key memory.db and its archive, re-seal the log, drop checkpoints.
 
     Resumes an interrupted rotation. Stop other agentzero processes first.
     """
@@ -103,7 +103,7 @@ def export_recovery_cmd(json_out: JsonOpt = False) -> None:
 
 
 def verify_cmd(json_out: JsonOpt = False) -> None:
-    """Check memory.db pages, every document record, and every index checkpoint."""
+    """Check memory.db and archive pages, every document record, and every index checkpoint."""
     report = verify_store(data_dir(), _cred())
     emit(report, lambda: _print_report(report))
     if not report.clean:

@@ -3,6 +3,9 @@
 - ``keys.json`` parses and the credential opens it; no key rotation is half done;
 - ``memory.db``: ``PRAGMA cipher_integrity_check`` (every page's HMAC) and ``PRAGMA
   integrity_check`` (b-trees, indexes, FTS), and it belongs to this store;
+- ``memory.archive.db`` (when it exists or memory.db has archived memories): present,
+  every page's HMAC, this store's, and holding the text of every memory memory.db marks
+  archived with the digest memory.db recorded;
 - ``rag/index.jsonl``: every sealed record authenticates and seqs run 1..N;
 - every sidecar checkpoint: manifest MAC, each data file's checksum and AES-GCM tag,
   and that it belongs to its source (store id, log generation) and is not ahead of it.
@@ -22,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..agentmem.archive import audit, required_texts
 from ..base.config import Layout, StoreConfig
 from ..base.errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
 from ..memory.schema import get_meta
@@ -47,6 +51,7 @@ FIX_REBUILD = "agentzero store rebuild"
 FIX_ROTATE = "agentzero key rotate"
 FIX_ACCEPT = FIX_LOSS
 _PAGE = re.compile(r"page (\d+)")
+MAX_ID_FINDINGS = 100  # per-memory findings of the archive; the rest are counted in one
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,8 @@ def verify_store(root: Path | str, cred: Credential) -> VerifyReport:
         )
         return report
     acked = _check_ledger(layout, keys, report)
-    covered = _check_memory(layout, keys, report, acked["memory"])
+    covered, archived = _check_memory(layout, keys, report, acked["memory"])
+    _check_archive(layout, keys, archived, report)
     log_state = _check_log(layout, keys, report, acked["documents"])
     _check_sidecars(layout, keys, covered, log_state, report)
     return report
@@ -195,8 +201,9 @@ def _check_ledger(
 # ---------------------------------------------------------------------- memory.db
 def _check_memory(
     layout: Layout, keys: StoreKeys, report: VerifyReport, acked: SourceState
-) -> int | None:
-    """Check memory.db; returns its change-feed seq (what its sidecars must cover)."""
+) -> tuple[int | None, dict[str, str] | None]:
+    """Check memory.db; returns its change-feed seq (what its sidecars must cover) and
+    the archived texts it requires (id → digest), each None when it cannot be read."""
     path = layout.memory_db
     if not memory_present(path):
         # Never opened here: SQLite would write a header into an empty file.
@@ -204,7 +211,7 @@ def _check_memory(
             report.findings.append(Finding(str(path), None, problem, FIX_ACCEPT))
         else:
             report.checked["memory_db"] = "absent (no memory written yet)"
-        return None
+        return None, {}
     db = None
     try:
         db = Database(path, keys.sqlcipher_key, busy_timeout_ms=StoreConfig().busy_timeout_ms)
@@ -224,14 +231,84 @@ def _check_memory(
         if (problem := judge_memory(acked, present=True, seq=seq)) is not None:
             report.findings.append(Finding(str(path), f"seq {seq}", problem, FIX_ACCEPT))
         report.checked["memory_db"] = {"pages_checked": True, "seq": seq}
-        return feed_seq(db)  # what the sidecars cover
+        return feed_seq(db), required_texts(db)  # what the sidecars cover, the archive holds
     except AgentZeroStoreError as exc:
         # Damage bad enough that SQLite cannot even run the checks (page 1, the schema).
         report.findings.append(Finding(str(path), _page_of(exc.message), exc.message, FIX_RESTORE))
-        return None
+        return None, None
     finally:
         if db is not None:
             db.close()
+
+
+def _check_archive(
+    layout: Layout, keys: StoreKeys, required: dict[str, str] | None, report: VerifyReport
+) -> None:
+    """Check memory.archive.db against what memory.db requires of it (``required``: id →
+    digest; None when memory.db could not be read, so only the file itself is checked).
+
+    memory.db is the authority: an archive missing rows it names is data loss (the
+    memory's text lives nowhere else), while spare rows are harmless (consolidation drops
+    them), so only the former are findings.
+    """
+    path = layout.memory_archive
+    if not (path.exists() and path.stat().st_size > 0):
+        if required:
+            first = ", ".join(sorted(required)[:3])
+            report.findings.append(
+                Finding(
+                    str(path),
+                    None,
+                    f"the archive is missing: memory.db has {len(required):,} archived "
+                    f"memories whose text lives only in it (e.g. {first})",
+                    FIX_RESTORE,
+                )
+            )
+        else:
+            report.checked["memory_archive"] = "absent (no memory archived)"
+        return
+    db = None
+    try:
+        # Not read-only, like memory.db above: a reader of a WAL database may need to
+        # create its -shm; no row is written.
+        db = Database(path, keys.archive_key, busy_timeout_ms=StoreConfig().busy_timeout_ms)
+        bad_pages = [str(r[0]) for r in db.query("PRAGMA cipher_integrity_check")]
+        for line in bad_pages:
+            report.findings.append(Finding(str(path), _page_of(line), line, FIX_RESTORE))
+        rows = [str(r[0]) for r in db.query("PRAGMA integrity_check")]
+        for line in rows if rows != ["ok"] else []:
+            report.findings.append(
+                Finding(str(path), None, f"integrity_check: {line}", FIX_RESTORE)
+            )
+        problems = audit(db, keys.store_id, required or {})
+    except AgentZeroStoreError as exc:
+        # Not under this store's archive key (another store's file), or damage bad
+        # enough that SQLite cannot read the schema.
+        report.findings.append(Finding(str(path), _page_of(exc.message), exc.message, FIX_RESTORE))
+        return
+    finally:
+        if db is not None:
+            db.close()
+    per_id = [(i, p) for i, p in problems if i is not None]
+    for _, problem in (p for p in problems if p[0] is None):
+        report.findings.append(Finding(str(path), "meta", problem, FIX_RESTORE))
+    for memory_id, problem in per_id[:MAX_ID_FINDINGS]:
+        report.findings.append(Finding(str(path), f"memory {memory_id}", problem, FIX_RESTORE))
+    if len(per_id) > MAX_ID_FINDINGS:
+        report.findings.append(
+            Finding(
+                str(path),
+                None,
+                f"{len(per_id) - MAX_ID_FINDINGS:,} more archived memories have no or "
+                "another text in the archive",
+                FIX_RESTORE,
+            )
+        )
+    report.checked["memory_archive"] = {
+        "pages_checked": True,
+        "archived_required": len(required or {}),
+        "missing_or_different": len(per_id),
+    }
 
 
 def _page_of(message: str) -> str | None:

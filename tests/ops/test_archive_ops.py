@@ -114,3 +114,112 @@ def test_rotation_interrupted_around_the_archive_resumes_on_open(
     new = unlock(layout, CRED)
     assert opens_under(layout.memory_archive, new.archive_key)
     assert verify_store(data_dir, CRED).clean
+
+
+# ---------------------------------------------------------------------- verify
+def archive_db(root: Path) -> Database:
+    """The archive of ``root`` opened read-write with its real key (to tamper with it)."""
+    key = unlock(Layout(root), CRED).archive_key
+    return Database(Layout(root).memory_archive, key, busy_timeout_ms=StoreConfig().busy_timeout_ms)
+
+
+def archive_findings(root: Path) -> list[tuple[str | None, str]]:
+    report = verify_store(root, CRED)
+    archive = str(Layout(root).memory_archive)
+    others = [f for f in report.findings if f.file != archive]
+    assert others == []  # only the archive is wrong
+    return [(f.where, f.problem) for f in report.findings]
+
+
+def test_verify_a_healthy_archive_is_clean(data_dir: Path) -> None:
+    archived_store(data_dir, 3)
+    report = verify_store(data_dir, CRED)
+    assert report.clean and report.findings == []
+    assert report.checked["memory_archive"] == {
+        "pages_checked": True,
+        "archived_required": 3,
+        "missing_or_different": 0,
+    }
+
+
+def test_verify_a_store_that_never_archived(data_dir: Path) -> None:
+    with open_memory(data_dir, Clock()) as mem:
+        mem.remember(KEPT_TEXT)
+    report = verify_store(data_dir, CRED)
+    assert report.clean and report.checked["memory_archive"] == "absent (no memory archived)"
+
+
+def test_verify_reports_a_deleted_archive(data_dir: Path) -> None:
+    ids = archived_store(data_dir, 2)
+    Layout(data_dir).memory_archive.unlink()
+    ((where, problem),) = archive_findings(data_dir)
+    assert where is None and "archive is missing" in problem and "2 archived memories" in problem
+    assert all(i in problem for i in ids)
+
+
+def test_verify_names_the_memory_whose_archived_row_was_deleted(data_dir: Path) -> None:
+    ids = archived_store(data_dir, 3)
+    db = archive_db(data_dir)
+    with db.tx() as c:
+        assert c.execute("DELETE FROM archived WHERE id = ?", (ids[1],)).rowcount == 1
+    db.close()
+    ((where, problem),) = archive_findings(data_dir)
+    assert where == f"memory {ids[1]}" and "no text" in problem and "sha256" in problem
+    assert not verify_store(data_dir, CRED).clean
+
+
+def test_verify_names_the_memory_whose_archived_text_was_replaced(data_dir: Path) -> None:
+    ids = archived_store(data_dir, 2)
+    db = archive_db(data_dir)
+    with db.tx() as c:
+        c.execute("UPDATE archived SET content = 'something else' WHERE id = ?", (ids[0],))
+    db.close()
+    ((where, problem),) = archive_findings(data_dir)
+    assert where == f"memory {ids[0]}" and "not the one memory.db recorded" in problem
+
+
+def test_verify_counts_forgotten_archived_memories(data_dir: Path) -> None:
+    """A memory forgotten while archived keeps its text in the archive for the undo."""
+    (mid,) = archived_store(data_dir)
+    with open_memory(data_dir, Clock()) as mem:
+        mem.forget(id=mid)
+    assert verify_store(data_dir, CRED).clean
+    db = archive_db(data_dir)
+    with db.tx() as c:
+        c.execute("DELETE FROM archived")
+    db.close()
+    ((where, _),) = archive_findings(data_dir)
+    assert where == f"memory {mid}"
+
+
+def test_verify_reports_another_stores_archive(data_dir: Path, tmp_path: Path) -> None:
+    archived_store(data_dir)
+    other = tmp_path / "other"
+    archived_store(other)
+    Layout(other).memory_archive.replace(Layout(data_dir).memory_archive)
+    ((_, problem),) = archive_findings(data_dir)
+    assert "cannot be read" in problem  # under another store's archive key
+
+
+def test_verify_reports_an_archive_whose_store_id_was_changed(data_dir: Path) -> None:
+    archived_store(data_dir)
+    db = archive_db(data_dir)
+    with db.tx() as c:
+        c.execute("UPDATE meta SET value = 'another-store' WHERE key = 'store_id'")
+    db.close()
+    ((where, problem),) = archive_findings(data_dir)
+    assert where == "meta" and "another store" in problem and "another-store" in problem
+
+
+def test_verify_caps_per_memory_findings(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentzero_store.ops import verify as verify_mod
+
+    monkeypatch.setattr(verify_mod, "MAX_ID_FINDINGS", 2)
+    ids = archived_store(data_dir, 5)
+    db = archive_db(data_dir)
+    with db.tx() as c:
+        c.execute("DELETE FROM archived")
+    db.close()
+    found = archive_findings(data_dir)
+    assert [w for w, _ in found] == [f"memory {i}" for i in sorted(ids)[:2]] + [None]
+    assert found[-1][1].startswith("3 more archived memories")
