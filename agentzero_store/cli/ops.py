@@ -125,7 +125,7 @@ def backup_cmd(
     dest: Annotated[Path, typer.Argument(help="A new (or empty) directory for the backup.")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Consistent encrypted snapshot: memory.db, the document log, keys.json, checksums."""
+    """Consistent encrypted snapshot: memory.db, its archive, the log, keys.json, checksums."""
     r = backup_store(data_dir(), _cred(), dest)
     emit(r, lambda: out.print(f"backup of store {r.store_id} written to {r.path}"))
 

@@ -4,6 +4,9 @@ A backup is a directory, still encrypted at rest::
 
     OUT/keys.json            the key header (wrapped keys only), as it was
     OUT/memory.db            VACUUM INTO under the same SQLCipher key: one consistent state
+    OUT/memory.archive.db    the archive of archived memories' text (if the store has one),
+                             VACUUM INTO under its key, taken after memory.db and checked to
+                             hold every text memory.db's copy marks archived
     OUT/rag/index.jsonl      the document log up to its last acknowledged record
     OUT/backup.json          format, store id, seqs, sha256 + size of each file, and an
                              HMAC over all of it (a subkey of the master key)
@@ -11,7 +14,9 @@ A backup is a directory, still encrypted at rest::
 Sidecars are left out: they are derived and rebuilt on the first open. ``backup.json``
 is written last, so a backup interrupted half way has no manifest and is refused by
 ``restore``. Taking a backup needs no writer lock: SQLite's snapshot and the log's single
-descriptor (see ``rag.maintenance.snapshot_log``) are consistent beside a writer.
+descriptor (see ``rag.maintenance.snapshot_log``) are consistent beside a writer, and
+memory.db and its archive are copied in the order, and checked, so that the archive's
+copy holds every text memory.db's copy needs (see ``_snapshot_memories``).
 
 ``restore`` refuses a non-empty target, checks every checksum and the HMAC, copies into
 a staging dir beside the target, renames it into place, then verifies the result.
@@ -30,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..agentmem.archive import audit, required_texts
 from ..base.config import Layout, StoreConfig
 from ..base.errors import (
     CorruptStoreError,
@@ -48,7 +54,8 @@ from .verify import VerifyReport, verify_store
 
 BACKUP_FORMAT = "agentzero-backup/1"
 MANIFEST = "backup.json"
-KEYS, MEMORY, LOG = "keys.json", "memory.db", "rag/index.jsonl"
+KEYS, MEMORY, ARCHIVE, LOG = "keys.json", "memory.db", "memory.archive.db", "rag/index.jsonl"
+SNAPSHOT_ATTEMPTS = 3  # memory.db + archive pairs tried before giving up (see _snapshot_memories)
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,7 @@ def backup_store(
     with translate_os_errors("creating", dest):
         dest.mkdir(parents=True, exist_ok=True, mode=0o700)
         (dest / "rag").mkdir(exist_ok=True, mode=0o700)
-    memory_seq = _snapshot_memory(layout, keys, dest / MEMORY)
+    memory_seq = _snapshot_memories(layout, keys, dest, io)
     log_seq = None
     if layout.rag_log.exists():
         from rag.maintenance import snapshot_log  # lazily: the engine never imports rag eagerly
@@ -117,7 +124,7 @@ def backup_store(
             )
     files = {
         rel: {"sha256": _sha256(dest / rel), "bytes": (dest / rel).stat().st_size}
-        for rel in (KEYS, MEMORY, LOG)
+        for rel in (KEYS, MEMORY, ARCHIVE, LOG)
         if (dest / rel).exists()
     }
     body: dict[str, Any] = {
@@ -134,11 +141,59 @@ def backup_store(
     return BackupResult(str(dest), keys.store_id, memory_seq, log_seq, files)
 
 
-def _snapshot_memory(layout: Layout, keys: StoreKeys, target: Path) -> int | None:
-    if not layout.memory_db.exists():
-        return None
-    cfg = StoreConfig()
-    db = Database(layout.memory_db, keys.sqlcipher_key, busy_timeout_ms=cfg.busy_timeout_ms)
+def _snapshot_memories(layout: Layout, keys: StoreKeys, dest: Path, io: FileIO) -> int | None:
+    """Copy memory.db, then the archive; returns the seq of memory.db's copy.
+
+    The two files have no shared transaction, and memory.db is the authority: its rows
+    say which texts the archive must hold. The archive's copy is taken AFTER memory.db's
+    because archiving writes the archive first and memory.db second: every text that
+    memory.db's copy marks archived was committed to the archive before that copy was
+    taken, so a later copy of the archive holds it. The other order would lose texts
+    archived between the two copies. The later copy may hold extra rows (archived after
+    memory.db's copy): harmless, consolidation drops spare copies.
+
+    One race remains: a restore or erase (memory.db first, then the archive) landing
+    between the two copies removes a text memory.db's copy still marks archived. So
+    the pair is checked, and taken again when the archive's copy lacks a text; a backup
+    that could not be restored is never written.
+    """
+    memory, archive = dest / MEMORY, dest / ARCHIVE
+    missing: list[str] = []
+    for _ in range(SNAPSHOT_ATTEMPTS):
+        if not _snapshot_db(layout.memory_db, keys.sqlcipher_key, memory):
+            return None
+        _snapshot_db(layout.memory_archive, keys.archive_key, archive)
+        seq, problems = _check_copies(keys, memory, archive)
+        if not problems:
+            return seq
+        # Copies that do not match are never left for a manifest (and VACUUM INTO
+        # refuses an existing target on the next attempt).
+        for p in (memory, archive):
+            if p.exists():
+                io.unlink(p)
+        for memory_id, problem in problems:
+            if memory_id is None:  # the archive itself is wrong: no retry helps
+                raise CorruptStoreError(
+                    problem,
+                    path=layout.memory_archive,
+                    hint="run `agentzero store verify` for the findings",
+                )
+        missing = [i for i, _ in problems if i is not None]
+    first = ", ".join(missing[:3])
+    raise CorruptStoreError(
+        f"the archive's copy lacks texts memory.db's copy marks archived (e.g. memory "
+        f"{first}), {SNAPSHOT_ATTEMPTS} times: the archive is damaged, or archived memories "
+        "were restored or erased all through the backup",
+        path=layout.memory_archive,
+        hint="run `agentzero store verify`; if it is clean, run the backup again",
+    )
+
+
+def _snapshot_db(path: Path, key: bytes, target: Path) -> bool:
+    """VACUUM INTO ``target``, durable and private; False when ``path`` is absent."""
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    db = Database(path, key, busy_timeout_ms=StoreConfig().busy_timeout_ms)
     try:
         # VACUUM INTO reads one snapshot (a read transaction) and writes it, encrypted
         # with the same key, to a new file: consistent beside a writer, no plaintext.
@@ -150,12 +205,39 @@ def _snapshot_memory(layout: Layout, keys: StoreKeys, target: Path) -> int | Non
         os.chmod(target, 0o600)
     # VACUUM INTO does not fsync; the manifest must not name a file that is not on disk.
     fsync_path(target)
-    # The seq of the copy itself (a write may have landed between any two statements).
-    copy = Database(target, keys.sqlcipher_key, busy_timeout_ms=cfg.busy_timeout_ms, readonly=True)
+    return True
+
+
+def _check_copies(
+    keys: StoreKeys, memory: Path, archive: Path
+) -> tuple[int, list[tuple[str | None, str]]]:
+    """The seq of memory.db's copy, and what is wrong with the archive's copy against it
+    (``agentmem.archive.audit``: an id it lacks or holds another text for, or None)."""
+    timeout_ms = StoreConfig().busy_timeout_ms
+    copy = Database(memory, keys.sqlcipher_key, busy_timeout_ms=timeout_ms, readonly=True)
     try:
-        return memory_seq(copy)
+        # The seq of the copy itself (a write may have landed between any two statements).
+        seq = memory_seq(copy)
+        required = required_texts(copy)
     finally:
         copy.close()
+    if not required:
+        return seq, []
+    if not archive.exists():
+        first = ", ".join(sorted(required)[:3])
+        return seq, [
+            (
+                None,
+                f"the archive is missing: memory.db has {len(required):,} archived memories "
+                f"whose text lives only in it (e.g. {first})",
+            )
+        ]
+    arch = Database(archive, keys.archive_key, busy_timeout_ms=timeout_ms, readonly=True)
+    try:
+        problems = audit(arch, keys.store_id, required)
+    finally:
+        arch.close()
+    return seq, problems
 
 
 def read_manifest(backup: Path) -> dict[str, Any]:
@@ -209,13 +291,10 @@ def _restore_ledger(staging: Path, keys: StoreKeys, m: dict[str, Any], io: FileI
         check = check_log(staging / LOG, keys)
         if check.error is not None or check.seq != m["log_seq"]:
             raise CorruptStoreError(
-                f"the backed-up log holds {check.seq} records; the manifest says "
-                f"{m['log_seq']}",
+                f"the backed-up log holds {check.seq} records; the manifest says {m['log_seq']}",
                 path=staging / LOG,
             )
-        states["documents"] = SourceState(
-            created=True, seq=check.seq, generation=check.generation
-        )
+        states["documents"] = SourceState(created=True, seq=check.seq, generation=check.generation)
     create_ledger(staging, keys.ledger_key, keys.store_id, states, io=io)
 
 

@@ -13,12 +13,14 @@ import pytest
 
 from agentzero_store.base.config import Layout, StoreConfig
 from agentzero_store.base.errors import CorruptStoreError, RotationInProgressError
+from agentzero_store.ops import backup as backup_mod
+from agentzero_store.ops import backup_store, restore_store, rotate_keys, verify_store
 from agentzero_store.ops import rotate as rotate_mod
-from agentzero_store.ops import rotate_keys, verify_store
 from agentzero_store.storage.keys import unlock
 from agentzero_store.storage.sqlcipher import Database
 
 from ..agentmem.conftest import Clock, open_memory
+from ..conftest import scan_for, text_needles
 from .conftest import CRED
 
 ARCHIVED_TEXT = "the quokka named Zanzibar sleeps in the garage"
@@ -223,3 +225,101 @@ def test_verify_caps_per_memory_findings(data_dir: Path, monkeypatch: pytest.Mon
     found = archive_findings(data_dir)
     assert [w for w, _ in found] == [f"memory {i}" for i in sorted(ids)[:2]] + [None]
     assert found[-1][1].startswith("3 more archived memories")
+
+
+# ---------------------------------------------------------------------- backup / restore
+def test_backup_carries_the_archive_and_restore_reads_it(data_dir: Path, tmp_path: Path) -> None:
+    ids = archived_store(data_dir, 2)
+    result = backup_store(data_dir, CRED, tmp_path / "bk")
+    assert set(result.files) == {"keys.json", "memory.db", "memory.archive.db"}
+    manifest = json.loads((tmp_path / "bk" / "backup.json").read_text())
+    assert "memory.archive.db" in manifest["files"]
+    assert scan_for(tmp_path / "bk", text_needles("quokka")) == []  # encrypted at rest
+    restored = restore_store(tmp_path / "bk", tmp_path / "new", CRED)
+    assert restored.verify.clean
+    assert restored.verify.checked["memory_archive"]["archived_required"] == 2
+    assert_archived_texts(tmp_path / "new", ids)
+
+
+def test_restore_refuses_a_backup_whose_archive_was_damaged(data_dir: Path, tmp_path: Path) -> None:
+    archived_store(data_dir)
+    backup_store(data_dir, CRED, tmp_path / "bk")
+    copy = tmp_path / "bk" / "memory.archive.db"
+    data = bytearray(copy.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    copy.write_bytes(bytes(data))
+    with pytest.raises(CorruptStoreError, match="checksum"):
+        restore_store(tmp_path / "bk", tmp_path / "new", CRED)
+
+
+def _between_the_copies(
+    monkeypatch: pytest.MonkeyPatch, action: object, times: int = 1
+) -> list[Path]:
+    """Run ``action()`` right after memory.db's copy, ``times`` times; the copied paths."""
+    real = backup_mod._snapshot_db
+    copied: list[Path] = []
+
+    def snapshot(path: Path, key: bytes, target: Path) -> bool:
+        done = real(path, key, target)
+        copied.append(path)
+        if path.name == "memory.db" and copied.count(path) <= times:
+            action()  # type: ignore[operator]
+        return done
+
+    monkeypatch.setattr(backup_mod, "_snapshot_db", snapshot)
+    return copied
+
+
+def test_a_memory_archived_between_the_copies_is_a_harmless_spare(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The archive is copied after memory.db: a text archived in between is in the
+    archive's copy but not marked in memory.db's (a spare row, dropped later)."""
+    ids = archived_store(data_dir)
+    with open_memory(data_dir, Clock()) as mem:
+        late = mem.remember("archived while the backup ran").id
+        copied = _between_the_copies(monkeypatch, lambda: mem.archive(late))
+        backup_store(data_dir, CRED, tmp_path / "bk")
+    assert [p.name for p in copied] == ["memory.db", "memory.archive.db"]  # the order
+    restored = restore_store(tmp_path / "bk", tmp_path / "new", CRED)
+    assert restored.verify.clean
+    assert_archived_texts(tmp_path / "new", ids)
+    with open_memory(tmp_path / "new", Clock()) as mem:
+        m = mem.get(late)
+        assert m is not None and not m.archived and m.content == "archived while the backup ran"
+        assert late in mem.archive_file.ids()  # the spare copy...
+        mem.consolidate()
+        assert late not in mem.archive_file.ids()  # ...that consolidation drops
+
+
+def test_a_restore_between_the_copies_takes_the_pair_again(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """restore() puts the text back in memory.db, then deletes it from the archive: in
+    between the copies, memory.db's copy still marks it archived and the archive's copy
+    lacks it. The backup sees the gap and copies both again."""
+    ids = archived_store(data_dir, 2)
+    with open_memory(data_dir, Clock()) as mem:
+        copied = _between_the_copies(monkeypatch, lambda: mem.restore(ids[0]))
+        backup_store(data_dir, CRED, tmp_path / "bk")
+    assert [p.name for p in copied] == ["memory.db", "memory.archive.db"] * 2
+    restored = restore_store(tmp_path / "bk", tmp_path / "new", CRED)
+    assert restored.verify.clean
+    with open_memory(tmp_path / "new", Clock()) as mem:
+        assert not mem.get(ids[0]).archived  # type: ignore[union-attr]
+        assert mem.get(ids[1]).archived  # type: ignore[union-attr]
+
+
+def test_backup_refuses_an_archive_that_lacks_a_text(data_dir: Path, tmp_path: Path) -> None:
+    ids = archived_store(data_dir, 2)
+    db = archive_db(data_dir)
+    with db.tx() as c:
+        c.execute("DELETE FROM archived WHERE id = ?", (ids[1],))
+    db.close()
+    with pytest.raises(CorruptStoreError, match=ids[1]):
+        backup_store(data_dir, CRED, tmp_path / "bk")
+    assert not (tmp_path / "bk" / "backup.json").exists()
+    assert not (tmp_path / "bk" / "memory.db").exists()
+    Layout(data_dir).memory_archive.unlink()
+    with pytest.raises(CorruptStoreError, match="archive is missing"):
+        backup_store(data_dir, CRED, tmp_path / "bk2")
