@@ -220,8 +220,17 @@ class Archive:
                 n += c.execute(
                     f"DELETE FROM archived WHERE id IN ({','.join('?' * len(part))})", part
                 ).rowcount
-        db.query("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.truncate_wal()
         return n
+
+    def truncate_wal(self) -> bool:
+        """Copy the WAL into the file and empty it (old frames hold deleted texts); False
+        if a reader of an older snapshot kept it from finishing within the busy timeout.
+        True when there is no archive."""
+        if self._db is None and not self.exists():
+            return True
+        busy, frames, _ = self._open(create=False).query("PRAGMA wal_checkpoint(TRUNCATE)")[0]
+        return bool(busy == 0 and frames == 0)
 
     def ids(self) -> set[str]:
         """Every id the archive holds text for (to find spare copies)."""

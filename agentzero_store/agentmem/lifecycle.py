@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import secrets
 from collections.abc import Sequence
 from datetime import timedelta
@@ -25,6 +26,8 @@ from .repository import Row
 if TYPE_CHECKING:
     from .memory import AgentMemory
 
+log = logging.getLogger(__name__)
+
 ARCHIVE_BATCH = 1_000  # memories per archive transaction
 
 
@@ -33,6 +36,16 @@ class Lifecycle:
 
     def __init__(self, mem: AgentMemory) -> None:
         self._mem = mem
+        # Erased ids whose archive copy, keyword tokens and HNSW vectors this process
+        # already purged while their WAL could not be emptied yet: a retry in this
+        # process only has to empty the WAL (a new process redoes everything).
+        self._purged: set[str] = set()
+
+    @property
+    def erase_unfinished(self) -> bool:
+        """True if an erase of this process could not yet empty the WAL (see
+        ``finish_pending_erase``)."""
+        return bool(self._purged)
 
     # ------------------------------------------------------------------ archive
     def check_archive(self) -> None:
@@ -187,38 +200,61 @@ class Lifecycle:
         if not chosen and not forgotten and selector[0] == "id":
             raise NotFoundError(f"no memory {selector[1]!r} in this scope")
         ids = tuple(sorted({mid for mid, _ in chosen} | set(forgotten)))
+        pending = False
         if ids:
             with mem.repo.transaction() as tx:
                 mem.repo.erase(tx, chosen, forgotten, selector[0], mem.now_us())
-            self.finish_pending_erase()
-        return EraseReport(len(ids), ids)
+            pending = not self.finish_pending_erase()
+        return EraseReport(len(ids), ids, pending)
 
-    def finish_pending_erase(self) -> None:
+    def finish_pending_erase(self) -> bool:
         """The steps of an erase after its commit, resumable (``am_purge``): the archive's
         copy, the keyword index's segments, the HNSW checkpoint and the WAL's old frames.
+
+        False when another connection (another process reading the store) holds a
+        snapshot from before the erase past the busy timeout: SQLite can then neither
+        write the erased pages back into the file nor empty the WAL, so old page images
+        with the text stay on disk. The purge then stays pending, and the next erase,
+        ``close`` or open finishes it, instead of being recorded as done.
         """
         mem = self._mem
         ids = mem.repo.pending_purge()
         if not ids:
-            return
-        self.purge_everywhere(ids)
+            return True
+        todo = [i for i in ids if i not in self._purged]
+        if todo:
+            self.purge_everywhere(todo)
+            self._purged.update(todo)
+        # Only once no page image with the text is left may the pending record go.
+        if not (self.truncate_wal() and mem.archive_file.truncate_wal()):
+            log.warning(
+                "erase of %d memories: another connection is reading an older snapshot, so "
+                "old pages still hold their text; finished on the next erase, close or open",
+                len(ids),
+            )
+            return False
         with mem.repo.transaction() as tx:
             mem.repo.clear_purge(tx, ids)
+        self._purged.difference_update(ids)
+        # The clear's own frames hold ids only; empty the WAL again all the same.
         self.truncate_wal()
+        return True
 
     def purge_everywhere(self, ids: Sequence[str]) -> None:
         """Remove every trace of deleted memories beyond their rows: archive copies,
-        keyword tokens, vectors in the HNSW checkpoint, old WAL frames."""
+        keyword tokens, vectors in the HNSW checkpoint (the WAL: ``truncate_wal``)."""
         mem = self._mem
         mem.archive_file.delete(ids)
         purge_keyword_index(mem.store.database)
         if mem.store.hnsw_index is not None or mem.store.data_dir.joinpath("memory.hnsw").is_dir():
             mem.store.rebuild_index("hnsw")  # rewrites the checkpoint without the vectors
-        self.truncate_wal()
 
-    def truncate_wal(self) -> None:
-        """Copy the WAL into the database and empty it (old frames hold old pages)."""
-        self._mem.store.database.query("PRAGMA wal_checkpoint(TRUNCATE)")
+    def truncate_wal(self) -> bool:
+        """Copy the WAL into memory.db and empty it (old frames hold old pages); False
+        if a reader of an older snapshot kept it from finishing within the busy timeout
+        (``PRAGMA wal_checkpoint`` reports that in its result, it does not raise)."""
+        busy, frames, _ = self._mem.store.database.query("PRAGMA wal_checkpoint(TRUNCATE)")[0]
+        return bool(busy == 0 and frames == 0)
 
 
 __all__ = ["Lifecycle"]

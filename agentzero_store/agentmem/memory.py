@@ -138,6 +138,9 @@ class AgentMemory:
         if not self._closed:
             try:
                 self.flush()
+                if self._life.erase_unfinished:
+                    # A concurrent reader kept an erase from emptying the WAL: try again.
+                    self._life.finish_pending_erase()
             finally:
                 self._closed = True
                 self.archive_file.close()
@@ -661,7 +664,10 @@ class AgentMemory:
     ) -> EraseReport:
         """Hard, irreversible erase (GDPR): the text leaves every place it exists — the
         memory row, the keyword index, the vectors and the HNSW checkpoint, the archive,
-        the belief history and the undo area. A content-free tombstone remains."""
+        the belief history and the undo area, and the old pages of memory.db and the
+        archive. A content-free tombstone remains. If another process is reading an
+        older snapshot, old pages can only go once it finishes: the report says
+        ``pending`` and the next erase, ``close`` or open completes it."""
         return self._life.erase(_selector(id, conversation_id, about))
 
     def tombstones(self) -> list[dict[str, Any]]:

@@ -260,14 +260,20 @@ class ForgetReceipt:
 
 @dataclass(frozen=True)
 class EraseReport:
-    """What a hard erase removed: memory rows (live, archived) and forgotten ones."""
+    """What a hard erase removed: memory rows (live, archived) and forgotten ones.
+
+    ``pending``: the rows, keyword tokens, vectors and archive copies are gone, but
+    another connection was reading an older snapshot, so old pages of memory.db or the
+    archive still hold the text; the next erase, ``close`` or open removes them.
+    """
 
     count: int
     ids: tuple[str, ...]
+    pending: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
-        return {"count": self.count, "ids": list(self.ids)}
+        return {"count": self.count, "ids": list(self.ids), "pending": self.pending}
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,14 @@ that FTS5 prefix-compressed against the term before it still leaves one half to 
 
 from __future__ import annotations
 
+import shutil
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from agentzero_store import LocalEmbedder, Turn
 from agentzero_store.base.config import Layout, StoreConfig
@@ -29,7 +31,7 @@ from agentzero_store.sidecar.hnsw import HnswIndex
 from agentzero_store.sidecar.manifest import CheckpointFiles, coverage, data_aad
 from agentzero_store.storage.keys import StoreKeys
 from agentzero_store.storage.sqlcipher import Database
-from tests.conftest import scan_for
+from tests.conftest import FAST, scan_for
 from tests.sqlcipher_pages import find_plaintext
 
 from .conftest import Clock, open_memory
@@ -198,7 +200,7 @@ def test_erase_leaves_no_text_and_no_vector_on_disk(
     # leave them), no page holds the text
     with open_memory(data_dir, clock, embedder=local_embedder) as mem:
         report = mem.erase(about=ENTITY.lower())
-        assert set(report.ids) == set(w.erased.values())
+        assert set(report.ids) == set(w.erased.values()) and not report.pending
         assert mem.get(w.kept) is not None
         assert plaintext_left(data_dir, keys, needles) == []
         assert mem.store.database.query("SELECT count(*) FROM am_purge")[0][0] == 0
@@ -216,3 +218,42 @@ def test_erase_leaves_no_text_and_no_vector_on_disk(
         assert ckpt.nearest(erased_vectors[mid])[0] < 0.999, f"{mid}: a near copy in the graph"
     left = find_plaintext(layout.memory_db, keys.sqlcipher_key, vec_needles)
     assert {n for _, _, n in left} == set(halves(kept_vector))  # ...and only the kept one
+
+
+@pytest.mark.parametrize("read", ["memory.db", "memory.archive.db"])
+def test_erase_beside_a_reader_stays_pending_until_the_old_pages_can_go(
+    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder, read: str
+) -> None:
+    """Another connection reading a snapshot from before the erase (another process:
+    a recall, a backup) keeps SQLite from writing the erased pages back and emptying
+    the WAL. The erase must not record its purge as done then: it reports ``pending``,
+    and ``close`` (or, after a crash, the next open) finishes it."""
+    w, keys = write_scenario(data_dir, clock, local_embedder, bulk=3)
+    needles = text_needles()
+    key = keys.archive_key if read == "memory.archive.db" else keys.sqlcipher_key
+    quick = StoreConfig(kdf=FAST.kdf, busy_timeout_ms=100)  # how long erase waits for it
+    mem = open_memory(data_dir, clock, embedder=local_embedder, config=quick)
+    try:
+        reader = Database(data_dir / read, key, busy_timeout_ms=100, readonly=True)
+        reader.conn.execute("BEGIN")
+        reader.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # its snapshot
+        report = mem.erase(about=ENTITY.lower())
+        assert set(report.ids) == set(w.erased.values())
+        assert report.pending and report.to_dict()["pending"] is True
+        assert mem.get(w.erased["turn"]) is None  # gone from every row and index at once
+        assert plaintext_left(data_dir, keys, needles) != []  # why it is pending
+        assert mem.store.database.query("SELECT count(*) FROM am_purge")[0][0] == 4
+        reader.conn.execute("COMMIT")
+        reader.close()
+        # A crash now: the files as they are on disk.
+        shutil.copytree(data_dir, data_dir.parent / "crashed")
+    finally:
+        mem.close()  # the reader is gone: close finishes the erase
+    assert plaintext_left(data_dir, keys, needles) == []
+    assert scan_for(data_dir, needles) == []
+    crashed = data_dir.parent / "crashed"
+    assert plaintext_left(crashed, keys, needles) != []
+    with open_memory(crashed, clock, embedder=local_embedder) as again:  # open finishes it
+        assert again.store.database.query("SELECT count(*) FROM am_purge")[0][0] == 0
+        assert plaintext_left(crashed, keys, needles) == []
+    assert scan_for(crashed, needles) == []
