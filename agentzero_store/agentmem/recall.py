@@ -68,7 +68,7 @@ class Recaller:
         if mode in ("semantic", "hybrid"):
             signals["semantic"] = self._semantic(query, k, pool, f)
         if mode in ("keyword", "hybrid"):
-            signals["keyword"] = mem.repo.keyword(query, pool, f)
+            signals["keyword"] = mem.repo.keyword(query, pool, f, need=k)
         labels = list(dict.fromkeys(lab for ranked in signals.values() for lab in ranked))
         fps = mem.repo.fingerprints(labels)
         fused = rrf_fuse(signals, k=mem.config.rrf_k, limit=k, fingerprint=fps.__getitem__)

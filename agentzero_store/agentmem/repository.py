@@ -407,15 +407,31 @@ class SqliteRepository:
             params.extend((f.as_of_us, f.as_of_us, f.as_of_us))
         return " AND ".join(clauses) or "1", params
 
-    def keyword(self, query_text: str, k: int, f: Filter) -> list[int]:
-        """Labels of the ``k`` best BM25 matches that pass ``f``, best first.
+    def keyword(self, query_text: str, k: int, f: Filter, need: int) -> list[int]:
+        """Labels of up to ``k`` best BM25 matches that pass ``f``, best first.
 
-        FTS5 scores the scope's rows only (scope tokens in the MATCH); the filter is
-        applied in the same query, so the ``LIMIT`` counts only rows that qualify.
+        FTS5 scores the scope's rows only (scope tokens in the MATCH) and reads no row:
+        the filter then checks the ``k`` candidates. Only when it leaves fewer than
+        ``need`` of a full candidate list does a second query apply the filter inside the
+        ranking (joining each match to its rows: slower, but never starved).
         """
         match = match_expression(query_text, Scope(*self._scope))
         if match is None:
             return []
+        ranked = [
+            int(r[0])
+            for r in self._q(
+                "SELECT rowid, bm25(memory_fts, 1.0, 0.0) AS r FROM memory_fts"
+                " WHERE memory_fts MATCH ? AND rowid NOT IN (SELECT label FROM memory"
+                " WHERE expires_at_us IS NOT NULL AND expires_at_us <= ?)"
+                " ORDER BY r, rowid LIMIT ?",
+                (match, f.now_us, k),
+            )
+        ]
+        ok = self.eligible(ranked, f)
+        kept = [lab for lab in ranked if lab in ok]
+        if len(kept) >= need or len(ranked) < k:
+            return kept
         where, params = self._filter_sql(f)
         rows = self._q(
             "SELECT f.rowid, bm25(memory_fts, 1.0, 0.0) AS r FROM memory_fts f"

@@ -359,3 +359,11 @@ def test_the_memory_store_keeps_working_beside_the_agent_layer(
         assert mem.get(mid) is None
         mem.consolidate()  # the layer's orphan rows go
         assert mem.store.database.query("SELECT count(*) FROM am_memory")[0][0] == 0
+
+
+def test_a_narrow_filter_is_never_starved_by_the_index_candidates(mem: AgentMemory) -> None:
+    for i in range(40):  # short notes: BM25 ranks them above the long turn
+        mem.remember(f"apple {i}")
+    turn = mem.add_turn("c1", "user", "an apple and a great many other words besides it here")
+    hits = mem.recall("apple", k=1, mode="keyword", types="episodic")
+    assert [h.id for h in hits] == [turn]
