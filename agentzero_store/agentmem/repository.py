@@ -238,7 +238,11 @@ class SqliteRepository:
         """The memory store's write transaction (a ``WriteTx`` context manager)."""
         return self._store.transaction()
 
-    def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def _q(self, sql: str, params: Sequence[Any] = (), tx: WriteTx | None = None) -> list[Any]:
+        # Inside a write transaction, reads go through it: they see its writes, and no
+        # other writer can change what they saw before it commits.
+        if tx is not None:
+            return tx.query(sql, params)
         return self._store.database.query(sql, params)
 
     # ------------------------------------------------------------------ inserts
@@ -291,12 +295,13 @@ class SqliteRepository:
             ],
         )
 
-    def find_duplicate(self, fingerprint: str, type_: str) -> str | None:
+    def find_duplicate(self, fingerprint: str, type_: str, tx: WriteTx | None = None) -> str | None:
         """The id of a memory of this type with the same text fingerprint, if any."""
         rows = self._q(
             "SELECT id FROM am_memory WHERE org_id = ? AND agent_id = ? AND fingerprint = ?"
             " AND type = ? ORDER BY created_at_us, id LIMIT 1",
             (*self._scope, fingerprint, type_),
+            tx,
         )
         return str(rows[0][0]) if rows else None
 
@@ -558,13 +563,16 @@ class SqliteRepository:
             bool(r[9]),
         )
 
-    def current_facts(self, subject_key: str, predicate_key: str) -> list[Fact]:
+    def current_facts(
+        self, subject_key: str, predicate_key: str, tx: WriteTx | None = None
+    ) -> list[Fact]:
         """Facts of (subject, predicate) still believed, oldest first."""
         rows = self._q(
             f"SELECT {self._FACT} FROM am_fact WHERE org_id = ? AND agent_id = ?"
             " AND subject_key = ? AND predicate_key = ? AND valid_to_us IS NULL"
             " ORDER BY valid_from_us, id",
             (*self._scope, subject_key, predicate_key),
+            tx,
         )
         return [self._fact(r) for r in rows]
 
@@ -684,12 +692,15 @@ class SqliteRepository:
     # ------------------------------------------------------------------ procedures
     _PROC = "id, action, context, successes, failures"
 
-    def procedure_by_key(self, action_key: str, context_key: str) -> Procedure | None:
+    def procedure_by_key(
+        self, action_key: str, context_key: str, tx: WriteTx | None = None
+    ) -> Procedure | None:
         """The procedure recorded for this action (in this context), if any."""
         rows = self._q(
             f"SELECT {self._PROC} FROM am_procedure WHERE org_id = ? AND agent_id = ?"
             " AND action_key = ? AND context_key = ?",
             (*self._scope, action_key, context_key),
+            tx,
         )
         return Procedure(*rows[0]) if rows else None
 
