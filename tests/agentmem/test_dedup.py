@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 import unicodedata
 from collections.abc import Sequence
 
@@ -272,11 +271,9 @@ def test_matches_brute_force_on_a_synthetic_corpus() -> None:
         assert near_duplicate_groups(items, threshold) == _brute_force_groups(items, threshold)
 
 
-def test_twenty_thousand_texts_in_under_three_seconds() -> None:
+def test_twenty_thousand_texts_find_the_planted_duplicates() -> None:
+    # Its speed is a benchmark figure (benchmarks/, group agentmem), not a timed test.
     items = _synthetic(20_000, seed=1)
-    start = time.perf_counter()
     groups = near_duplicate_groups(items)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 3.0, f"{elapsed:.2f} s"
     assert sum(map(len, groups)) > 0.05 * len(items)  # the planted duplicates were found
     _assert_chained(items, groups[:200], 0.85)
