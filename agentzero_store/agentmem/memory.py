@@ -25,7 +25,9 @@ from ..memory.store import SqliteMemoryStore
 from ..memory.write import Prepared
 from . import fsrs
 from .archive import Archive
+from .consolidate import consolidate
 from .lifecycle import Lifecycle
+from .parts import Parts, new_memory
 from .recall import Recaller
 from .records import (
     EDGE_TYPES,
@@ -82,8 +84,12 @@ class AgentMemory:
             self.config.busy_timeout_ms,
         )
         self._accesses: list[tuple[str, int]] = []
-        self._recaller = Recaller(self)
-        self._life = Lifecycle(self)
+        parts = Parts(
+            store, self.repo, self.archive_file, self.config, self._clock, org_id, agent_id
+        )
+        self._life = Lifecycle(parts)
+        self._recaller = Recaller(parts, self._life.hydrate)
+        self._parts = parts
         self._closed = False
 
     @classmethod
@@ -162,34 +168,8 @@ class AgentMemory:
         return to_us(self._clock())
 
     # ------------------------------------------------------------------ writes
-    def _new(
-        self,
-        type_: str,
-        text: str,
-        *,
-        importance: float = 0.5,
-        confidence: float = 1.0,
-        speaker: str | None = None,
-        about: Sequence[str] = (),
-    ) -> NewMemory:
-        sal = fsrs.salience(text, importance=importance, novelty=0.5).total
-        stability = {
-            "episodic": self.config.stability_episodic_days,
-            "semantic": self.config.stability_semantic_days,
-            "procedural": self.config.stability_procedural_days,
-        }[type_]
-        names = [*([speaker] if speaker else []), *about]
-        keyed = {entity_key(n): n for n in reversed(names)}  # first spelling wins
-        return NewMemory(
-            type_,
-            speaker,
-            confidence,
-            importance,
-            sal,
-            stability,
-            5.0,
-            tuple(sorted((n, k) for k, n in keyed.items())),
-        )
+    def _new(self, type_: str, text: str, **kw: Any) -> NewMemory:
+        return new_memory(self.config, type_, text, **kw)
 
     def _entry(
         self,
@@ -705,10 +685,10 @@ class AgentMemory:
         """Promote recurring episodes, merge near-duplicate notes, decay, archive what
         faded, delete what expired and purge forgets past their window. Deterministic,
         idempotent, and safe to re-run after a crash at any point."""
-        from .consolidate import consolidate
-
         self.flush()
-        return consolidate(self, now or self.now(), dry_run=dry_run, progress=progress)
+        return consolidate(
+            self._parts, self._life, now or self.now(), dry_run=dry_run, progress=progress
+        )
 
 
 def _selector(id_: str | None, conversation_id: str | None, about: str | None) -> tuple[str, str]:
