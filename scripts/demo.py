@@ -3,7 +3,8 @@
 Creates a fresh encrypted data dir (a temp dir unless --data-dir is given), appends the
 fixture memories with the local all-MiniLM-L6-v2 embedder, recalls them semantically,
 by keyword and hybrid (scoped to one org/agent), ingests the fixture documents and queries
-them, then shows that no plaintext reached the disk.
+them, gives an agent a memory (turns, a fact that supersedes, a procedure, recall, forget
+and undo), then shows that no plaintext reached the disk.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from agentzero_store import LocalEmbedder, MemoryEntry, MemoryHit, SqliteMemoryStore
+from agentzero_store import AgentMemory, LocalEmbedder, MemoryEntry, MemoryHit, SqliteMemoryStore
 from rag import DocumentStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,8 +84,9 @@ def main() -> int:
             store.recall("trip", 3, mode="hybrid", org_id="globex"),
         )
     run_rag_demo(data_dir, key, embedder)
+    agent_texts = run_agent_memory_demo(data_dir, key, embedder)
 
-    texts = [e.content for e in entries]
+    texts = [e.content for e in entries] + agent_texts
     leaks = plaintext_hits(data_dir, texts + ["Alfama is the oldest district"])
     console.print(
         f"plaintext scan of {data_dir}: [bold]{leaks}[/] of {len(texts) + 1} texts found on disk"
@@ -105,6 +107,40 @@ def run_rag_demo(data_dir: Path, key: bytes, embedder: LocalEmbedder) -> None:
             for i, h in enumerate(hits, 1):
                 t.add_row(str(i), h.id, f"{h.score:.3f}", h.snippet(160))
             console.print(t)
+
+
+def run_agent_memory_demo(data_dir: Path, key: bytes, embedder: LocalEmbedder) -> list[str]:
+    """Turns, a fact that supersedes, a procedure, recall, forget and undo; returns the
+    texts written (for the plaintext scan)."""
+    turns = ["I moved to Porto last year", "Actually I just moved again, to Lisbon"]
+    with AgentMemory.open(
+        data_dir, key=key, org_id="acme", agent_id="assistant-1", embedder=embedder
+    ) as mem:
+        for text in turns:
+            mem.add_turn("trip-chat", "user", text, speaker="Ana")
+        mem.assert_fact("Ana", "lives_in", "Porto")
+        r = mem.assert_fact("Ana", "lives_in", "Lisbon")
+        (fact,) = mem.facts(subject="Ana")
+        console.print(
+            f"agent memory: Ana lives_in [cyan]{fact.object}[/] "
+            f"(superseded {len(r.superseded)} older fact; history: "
+            f"{', '.join(h.op for h in mem.history())})"
+        )
+        p = mem.record_outcome("run the tests before a release", success=True)
+        console.print(f"procedure '{p.action}': reliability {p.reliability:.2f}")
+        t = Table(title="agent recall: 'where does Ana live now?'", title_justify="left")
+        for col in ("#", "type", "ranks", "content"):
+            t.add_column(col)
+        for i, h in enumerate(mem.recall("where does Ana live now?", k=3), 1):
+            ranks = " ".join(f"{k}={v}" for k, v in h.ranks.items())
+            t.add_row(str(i), h.memory.type, ranks, h.memory.content)
+        console.print(t)
+        receipt = mem.forget(conversation_id="trip-chat")
+        gone = len(mem.recall("moved", k=5, mode="keyword"))
+        mem.undo(receipt.token)
+        back = len(mem.recall("moved", k=5, mode="keyword"))
+        console.print(f"forget -> {gone} hits for 'moved'; undo -> {back} hits")
+    return turns
 
 
 if __name__ == "__main__":

@@ -21,17 +21,19 @@ import numpy as np
 from ..memory.records import MemoryEntry, to_us
 from ..memory.schema import purge_keyword_index
 from . import dedup, fsrs
+from .parts import new_memory
 from .records import ConsolidationReport
 
 if TYPE_CHECKING:
-    from .memory import AgentMemory
+    from .lifecycle import Lifecycle
+    from .parts import Parts
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
 DAY_US = 86_400 * 1_000_000
 
 
 def consolidate(
-    mem: AgentMemory, now: datetime, *, dry_run: bool, progress: Progress | None
+    mem: Parts, life: Lifecycle, now: datetime, *, dry_run: bool, progress: Progress | None
 ) -> ConsolidationReport:
     """See ``AgentMemory.consolidate``."""
     tell = progress or (lambda step, done, total: None)
@@ -40,13 +42,13 @@ def consolidate(
     tell("expire", 1, 5)
     promoted, linked = _promote(mem, now_us, dry_run)
     tell("promote", 2, 5)
-    merged = _merge(mem, now_us, dry_run)
+    merged = _merge(mem, life, now_us, dry_run)
     tell("merge", 3, 5)
     decayed, faded = _decay(mem, now_us, dry_run)
     tell("decay", 4, 5)
-    archived = len(faded) if dry_run else mem._life.archive(faded)
+    archived = len(faded) if dry_run else life.archive(faded)
     if not dry_run:
-        mem._life.drop_spare_archive_copies()
+        life.drop_spare_archive_copies()
     tell("archive", 5, 5)
     return ConsolidationReport(
         promoted=promoted,
@@ -60,7 +62,7 @@ def consolidate(
     )
 
 
-def _expire(mem: AgentMemory, now_us: int, dry_run: bool) -> tuple[int, int]:
+def _expire(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
     """Delete memories past their TTL (and layer rows whose memory row the store
     deleted), and empty undo entries past their window."""
     repo = mem.repo
@@ -72,12 +74,12 @@ def _expire(mem: AgentMemory, now_us: int, dry_run: bool) -> tuple[int, int]:
     with repo.transaction() as tx:
         repo.drop(tx, expired + orphans)
         repo.drop_forgotten(tx, purge)
-    mem.archive_file.delete([*(i for i, _ in expired), *purge])
+    mem.archive.delete([*(i for i, _ in expired), *purge])
     purge_keyword_index(mem.store.database)  # their words leave the index's segments too
     return len(expired), len(purge)
 
 
-def _promote(mem: AgentMemory, now_us: int, dry_run: bool) -> tuple[int, int]:
+def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
     """Episodes that recur (``promote_min_duplicates`` near-duplicates) become one
     semantic memory linked to its sources by ``semantic`` edges."""
     repo, cfg = mem.repo, mem.config
@@ -119,7 +121,7 @@ def _promote(mem: AgentMemory, now_us: int, dry_run: bool) -> tuple[int, int]:
             [entry], None if vec is None else [np.frombuffer(vec, dtype=np.float32)]
         )
         confidence = min(0.99, 1.0 - 0.5 ** len(group))
-        meta = mem._new("semantic", first[2], confidence=confidence, about=about)
+        meta = new_memory(mem.config, "semantic", first[2], confidence=confidence, about=about)
         with repo.transaction() as tx:
             written = tx.insert(prepared)
             repo.insert(tx, written, [meta])
@@ -131,7 +133,7 @@ def _promote(mem: AgentMemory, now_us: int, dry_run: bool) -> tuple[int, int]:
     return promoted, linked
 
 
-def _merge(mem: AgentMemory, now_us: int, dry_run: bool) -> int:
+def _merge(mem: Parts, life: Lifecycle, now_us: int, dry_run: bool) -> int:
     """Near-duplicate semantic notes (not facts: they supersede instead) are merged into
     the oldest: it gets their access counts and an edge, they are archived after."""
     repo, cfg = mem.repo, mem.config
@@ -147,10 +149,10 @@ def _merge(mem: AgentMemory, now_us: int, dry_run: bool) -> int:
             repo.add_access_counts(tx, g[0], g[1:])
             repo.add_edges(tx, [(g[0], i, "semantic", 1.0) for i in g[1:]], now_us)
             repo.append_history(tx, now_us, [("merge", g[0], {"twins": list(g[1:])})])
-    return mem._life.archive(twins)
+    return life.archive(twins)
 
 
-def _decay(mem: AgentMemory, now_us: int, dry_run: bool) -> tuple[int, list[str]]:
+def _decay(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, list[str]]:
     """Retrievability of every memory at ``now_us``: the snapshots that went down are
     stored; the live ones below ``archive_below`` are returned to be archived."""
     rows = mem.repo.decay_rows()

@@ -24,7 +24,7 @@ from .records import EraseReport, ForgetReceipt, Memory
 from .repository import Row
 
 if TYPE_CHECKING:
-    from .memory import AgentMemory
+    from .parts import Parts
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +32,10 @@ ARCHIVE_BATCH = 1_000  # memories per archive transaction
 
 
 class Lifecycle:
-    """Archive, restore, forget, undo and erase for one ``AgentMemory``."""
+    """Archive, restore, forget, undo and erase for one agent memory."""
 
-    def __init__(self, mem: AgentMemory) -> None:
-        self._mem = mem
+    def __init__(self, parts: Parts) -> None:
+        self._mem = parts
         # Erased ids whose archive copy, keyword tokens and HNSW vectors this process
         # already purged while their WAL could not be emptied yet: a retry in this
         # process only has to empty the WAL (a new process redoes everything).
@@ -52,12 +52,12 @@ class Lifecycle:
         """On open: archived memories need their archive file (fail closed, precisely)."""
         mem = self._mem
         archived = mem.repo.all_archived()
-        if archived and not mem.archive_file.exists():
+        if archived and not mem.archive.exists():
             first = ", ".join(sorted(archived)[:3])
             raise CorruptStoreError(
                 f"the archive is missing: memory.db has {len(archived):,} archived memories "
                 f"whose text lives in it (e.g. {first})",
-                path=mem.archive_file.path,
+                path=mem.archive.path,
                 hint="restore the data dir from a backup (agentzero store restore)",
             )
 
@@ -67,7 +67,7 @@ class Lifecycle:
         digests = {r.memory.id: r.digest for r in rows if r.digest is not None}
         if not digests:
             return [r.memory for r in rows]
-        texts = self._mem.archive_file.get(digests)
+        texts = self._mem.archive.get(digests)
         out = []
         for r in rows:
             m = r.memory
@@ -91,7 +91,7 @@ class Lifecycle:
             if not rows:
                 continue
             now_us = mem.now_us()
-            mem.archive_file.put([(i, content, meta) for i, _, content, meta in rows], now_us)
+            mem.archive.put([(i, content, meta) for i, _, content, meta in rows], now_us)
             with mem.repo.transaction() as tx:
                 mem.repo.mark_archived(
                     tx, [(i, label, text_digest(c, m)) for i, label, c, m in rows], now_us
@@ -105,19 +105,19 @@ class Lifecycle:
         row = mem.repo.by_id(memory_id, mem.now_us())
         if row is None or row.digest is None:
             return False
-        content, meta = mem.archive_file.get({memory_id: row.digest})[memory_id]
+        content, meta = mem.archive.get({memory_id: row.digest})[memory_id]
         with mem.repo.transaction() as tx:
             mem.repo.unarchive(tx, memory_id, row.label, content, meta)
-        mem.archive_file.delete([memory_id])
+        mem.archive.delete([memory_id])
         return True
 
     def drop_spare_archive_copies(self) -> int:
         """Delete archive rows no memory needs (a crash between the two commits of
         archive or restore, or a purged forget)."""
         mem = self._mem
-        spare = mem.archive_file.ids() - set(mem.repo.all_archived())
+        spare = mem.archive.ids() - set(mem.repo.all_archived())
         spare -= mem.repo.archived_payload_ids()
-        return mem.archive_file.delete(sorted(spare))
+        return mem.archive.delete(sorted(spare))
 
     # ------------------------------------------------------------------ forget, undo
     def forget(self, selector: tuple[str, str]) -> ForgetReceipt:
@@ -153,7 +153,7 @@ class Lifecycle:
             for p in payloads
             if p["am_memory"][18] is not None
         }
-        texts = mem.archive_file.get(archived)
+        texts = mem.archive.get(archived)
         memory_rows = [p["memory"] for p in payloads]
         records = [
             MemoryEntry(
@@ -226,7 +226,7 @@ class Lifecycle:
             self.purge_everywhere(todo)
             self._purged.update(todo)
         # Only once no page image with the text is left may the pending record go.
-        if not (self.truncate_wal() and mem.archive_file.truncate_wal()):
+        if not (self.truncate_wal() and mem.archive.truncate_wal()):
             log.warning(
                 "erase of %d memories: another connection is reading an older snapshot, so "
                 "old pages still hold their text; finished on the next erase, close or open",
@@ -244,7 +244,7 @@ class Lifecycle:
         """Remove every trace of deleted memories beyond their rows: archive copies,
         keyword tokens, vectors in the HNSW checkpoint (the WAL: ``truncate_wal``)."""
         mem = self._mem
-        mem.archive_file.delete(ids)
+        mem.archive.delete(ids)
         purge_keyword_index(mem.store.database)
         if mem.store.hnsw_index is not None or mem.store.data_dir.joinpath("memory.hnsw").is_dir():
             mem.store.rebuild_index("hnsw")  # rewrites the checkpoint without the vectors

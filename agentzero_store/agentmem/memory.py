@@ -22,9 +22,12 @@ from ..base.limits import MAX_TTL_SECONDS, check_text
 from ..embed.vectors import Embedder
 from ..memory.records import MemoryEntry, to_us
 from ..memory.store import SqliteMemoryStore
+from ..memory.write import Prepared
 from . import fsrs
 from .archive import Archive
+from .consolidate import consolidate
 from .lifecycle import Lifecycle
+from .parts import Parts, new_memory
 from .recall import Recaller
 from .records import (
     EDGE_TYPES,
@@ -81,8 +84,12 @@ class AgentMemory:
             self.config.busy_timeout_ms,
         )
         self._accesses: list[tuple[str, int]] = []
-        self._recaller = Recaller(self)
-        self._life = Lifecycle(self)
+        parts = Parts(
+            store, self.repo, self.archive_file, self.config, self._clock, org_id, agent_id
+        )
+        self._life = Lifecycle(parts)
+        self._recaller = Recaller(parts, self._life.hydrate)
+        self._parts = parts
         self._closed = False
 
     @classmethod
@@ -164,34 +171,8 @@ class AgentMemory:
         return to_us(self._clock())
 
     # ------------------------------------------------------------------ writes
-    def _new(
-        self,
-        type_: str,
-        text: str,
-        *,
-        importance: float = 0.5,
-        confidence: float = 1.0,
-        speaker: str | None = None,
-        about: Sequence[str] = (),
-    ) -> NewMemory:
-        sal = fsrs.salience(text, importance=importance, novelty=0.5).total
-        stability = {
-            "episodic": self.config.stability_episodic_days,
-            "semantic": self.config.stability_semantic_days,
-            "procedural": self.config.stability_procedural_days,
-        }[type_]
-        names = [*([speaker] if speaker else []), *about]
-        keyed = {entity_key(n): n for n in reversed(names)}  # first spelling wins
-        return NewMemory(
-            type_,
-            speaker,
-            confidence,
-            importance,
-            sal,
-            stability,
-            5.0,
-            tuple(sorted((n, k) for k, n in keyed.items())),
-        )
+    def _new(self, type_: str, text: str, **kw: Any) -> NewMemory:
+        return new_memory(self.config, type_, text, **kw)
 
     def _entry(
         self,
@@ -305,11 +286,15 @@ class AgentMemory:
             confidence=_unit("confidence", confidence),
             about=about,
         )
-        dup = self.repo.find_duplicate(entry.fingerprint(), type)
+        fingerprint = entry.fingerprint()
+        dup = self.repo.find_duplicate(fingerprint, type)  # before embedding: cheap no-op
         if dup is not None:
             return WriteResult(dup, "duplicate")
         prepared = self.store.prepare([entry], None if vector is None else [vector])
         with self.repo.transaction() as tx:
+            # Again under the write lock: another writer may have stored it meanwhile.
+            if (dup := self.repo.find_duplicate(fingerprint, type, tx)) is not None:
+                return WriteResult(dup, "duplicate")
             written = tx.insert(prepared)
             self.repo.insert(tx, written, [meta])
             if type == "semantic":
@@ -352,18 +337,10 @@ class AgentMemory:
         parts = (subject, predicate, object)
         keys = (entity_key(subject), entity_key(predicate), entity_key(object))
         confidence = _unit("confidence", confidence)
-        current = self.repo.current_facts(keys[0], keys[1])
         now_us = self.now_us()
-        for f in current:
-            if entity_key(f.object) == keys[2]:
-                if math.isclose(f.confidence, confidence):
-                    return WriteResult(f.id, "duplicate")
-                with self.repo.transaction() as tx:
-                    self.repo.set_confidence(tx, f.id, confidence)
-                    self.repo.append_history(
-                        tx, now_us, [("confidence", f.id, {"from": f.confidence, "to": confidence})]
-                    )
-                return WriteResult(f.id, "updated")
+        same = self._same_fact(self.repo.current_facts(keys[0], keys[1]), keys[2], confidence)
+        if same is not None and same.status == "duplicate":
+            return same  # before embedding: the common re-assert costs one read
         text = f"{subject} {predicate.replace('_', ' ')} {object}"
         start = valid_from or self.now()
         entry = self._entry(
@@ -376,8 +353,21 @@ class AgentMemory:
         meta = self._new("semantic", text, confidence=confidence, about=(subject, object))
         prepared = self.store.prepare([entry], None if vector is None else [vector])
         fid = prepared.ids[0]
-        closed = [f.id for f in current] if single_valued else []
         with self.repo.transaction() as tx:
+            # Decided under the write lock: another writer may have changed the facts.
+            current = self.repo.current_facts(keys[0], keys[1], tx)
+            same = self._same_fact(current, keys[2], confidence)
+            if same is not None:
+                if same.status == "updated":
+                    old = next(f for f in current if f.id == same.id)
+                    self.repo.set_confidence(tx, old.id, confidence)
+                    self.repo.append_history(
+                        tx,
+                        now_us,
+                        [("confidence", old.id, {"from": old.confidence, "to": confidence})],
+                    )
+                return same
+            closed = [f.id for f in current] if single_valued else []
             written = tx.insert(prepared)
             self.repo.insert(tx, written, [meta])
             self.repo.insert_fact(tx, fid, parts, keys, confidence, single_valued, to_us(start))
@@ -393,12 +383,24 @@ class AgentMemory:
                     },
                 )
             ]
-            for old in closed:
-                self.repo.close_fact(tx, old, to_us(start), fid)
-                history.append(("supersede", old, {"by": fid}))
-            self.repo.add_edges(tx, [(fid, old, "supersedes", 1.0) for old in closed], now_us)
+            for old_id in closed:
+                self.repo.close_fact(tx, old_id, to_us(start), fid)
+                history.append(("supersede", old_id, {"by": fid}))
+            self.repo.add_edges(tx, [(fid, o, "supersedes", 1.0) for o in closed], now_us)
             self.repo.append_history(tx, now_us, history)
         return WriteResult(fid, "created", tuple(closed))
+
+    @staticmethod
+    def _same_fact(
+        current: Sequence[Fact], object_key: str, confidence: float
+    ) -> WriteResult | None:
+        """The result of re-asserting a fact already believed: a duplicate, or an update of
+        its confidence; None if ``object_key`` is not among ``current``."""
+        for f in current:
+            if entity_key(f.object) == object_key:
+                status = "duplicate" if math.isclose(f.confidence, confidence) else "updated"
+                return WriteResult(f.id, status)  # type: ignore[arg-type]
+        return None
 
     def retract(self, fact_id: str) -> Fact:
         """Stop believing a fact (it is closed, kept in the history)."""
@@ -444,20 +446,25 @@ class AgentMemory:
             raise InvalidArgumentError("success must be True or False")
         keys = (entity_key(action), entity_key(context) if context else "")
         now_us = self.now_us()
-        found = self.repo.procedure_by_key(*keys)
-        if found is not None:
-            with self.repo.transaction() as tx:
-                self.repo.count_outcome(tx, found.id, success, now_us)
-        else:
-            text = action if not context else f"{action} (context: {context})"
+        text = action if not context else f"{action} (context: {context})"
+
+        def prepare() -> Prepared:
             entry = self._entry(
                 text,
                 role="procedure",
                 conversation_id=FACT_CONVERSATION,
                 vector_model=self._vector_model(None if vector is None else [vector]),
             )
-            prepared = self.store.prepare([entry], None if vector is None else [vector])
-            with self.repo.transaction() as tx:
+            return self.store.prepare([entry], None if vector is None else [vector])
+
+        # A new action's text is embedded before the write lock is taken.
+        prepared = prepare() if self.repo.procedure_by_key(*keys) is None else None
+        with self.repo.transaction() as tx:
+            found = self.repo.procedure_by_key(*keys, tx)  # under the write lock
+            if found is not None:
+                self.repo.count_outcome(tx, found.id, success, now_us)
+            else:  # new, or forgotten since the first look (rare: embedded under the lock)
+                prepared = prepared or prepare()
                 written = tx.insert(prepared)
                 self.repo.insert(tx, written, [self._new("procedural", text)])
                 self.repo.insert_procedure(
@@ -684,10 +691,10 @@ class AgentMemory:
         """Promote recurring episodes, merge near-duplicate notes, decay, archive what
         faded, delete what expired and purge forgets past their window. Deterministic,
         idempotent, and safe to re-run after a crash at any point."""
-        from .consolidate import consolidate
-
         self.flush()
-        return consolidate(self, now or self.now(), dry_run=dry_run, progress=progress)
+        return consolidate(
+            self._parts, self._life, now or self.now(), dry_run=dry_run, progress=progress
+        )
 
 
 def _selector(id_: str | None, conversation_id: str | None, about: str | None) -> tuple[str, str]:

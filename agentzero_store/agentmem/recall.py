@@ -11,7 +11,7 @@ qualifying rows decides instead, so a narrow filter never starves the result.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -22,20 +22,24 @@ from ..base.limits import check_limit, check_text
 from ..base.ranking import exact_top_k, rrf_fuse
 from ..embed.vectors import as_vector
 from ..memory.records import Scope, to_us
-from .records import RecallHit, entity_key
+from .records import Memory, RecallHit, entity_key
 from .repository import Filter
 
 if TYPE_CHECKING:
-    from .memory import AgentMemory
+    from .parts import Parts
+    from .repository import Row
+
+Hydrate = Callable[[Sequence["Row"]], list[Memory]]
 
 MODES = ("semantic", "keyword", "hybrid")
 
 
 class Recaller:
-    """Recall for one ``AgentMemory``."""
+    """Recall for one agent memory; ``hydrate`` reads archived text back."""
 
-    def __init__(self, mem: AgentMemory) -> None:
-        self._mem = mem
+    def __init__(self, parts: Parts, hydrate: Hydrate) -> None:
+        self._mem = parts
+        self._hydrate = hydrate
 
     def recall(
         self,
@@ -68,13 +72,13 @@ class Recaller:
         if mode in ("semantic", "hybrid"):
             signals["semantic"] = self._semantic(query, k, pool, f)
         if mode in ("keyword", "hybrid"):
-            signals["keyword"] = mem.repo.keyword(query, pool, f)
+            signals["keyword"] = mem.repo.keyword(query, pool, f, need=k)
         labels = list(dict.fromkeys(lab for ranked in signals.values() for lab in ranked))
         fps = mem.repo.fingerprints(labels)
         fused = rrf_fuse(signals, k=mem.config.rrf_k, limit=k, fingerprint=fps.__getitem__)
         rows = mem.repo.rows([x.key for x in fused], f)
         kept = [(rows[x.key], x) for x in fused if x.key in rows]
-        memories = mem._life.hydrate([r for r, _ in kept])
+        memories = self._hydrate([r for r, _ in kept])
         return [
             RecallHit(m, x.score, dict(x.ranks)) for m, (_, x) in zip(memories, kept, strict=True)
         ]

@@ -238,7 +238,11 @@ class SqliteRepository:
         """The memory store's write transaction (a ``WriteTx`` context manager)."""
         return self._store.transaction()
 
-    def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def _q(self, sql: str, params: Sequence[Any] = (), tx: WriteTx | None = None) -> list[Any]:
+        # Inside a write transaction, reads go through it: they see its writes, and no
+        # other writer can change what they saw before it commits.
+        if tx is not None:
+            return tx.query(sql, params)
         return self._store.database.query(sql, params)
 
     # ------------------------------------------------------------------ inserts
@@ -291,12 +295,13 @@ class SqliteRepository:
             ],
         )
 
-    def find_duplicate(self, fingerprint: str, type_: str) -> str | None:
+    def find_duplicate(self, fingerprint: str, type_: str, tx: WriteTx | None = None) -> str | None:
         """The id of a memory of this type with the same text fingerprint, if any."""
         rows = self._q(
             "SELECT id FROM am_memory WHERE org_id = ? AND agent_id = ? AND fingerprint = ?"
             " AND type = ? ORDER BY created_at_us, id LIMIT 1",
             (*self._scope, fingerprint, type_),
+            tx,
         )
         return str(rows[0][0]) if rows else None
 
@@ -407,15 +412,31 @@ class SqliteRepository:
             params.extend((f.as_of_us, f.as_of_us, f.as_of_us))
         return " AND ".join(clauses) or "1", params
 
-    def keyword(self, query_text: str, k: int, f: Filter) -> list[int]:
-        """Labels of the ``k`` best BM25 matches that pass ``f``, best first.
+    def keyword(self, query_text: str, k: int, f: Filter, need: int) -> list[int]:
+        """Labels of up to ``k`` best BM25 matches that pass ``f``, best first.
 
-        FTS5 scores the scope's rows only (scope tokens in the MATCH); the filter is
-        applied in the same query, so the ``LIMIT`` counts only rows that qualify.
+        FTS5 scores the scope's rows only (scope tokens in the MATCH) and reads no row:
+        the filter then checks the ``k`` candidates. Only when it leaves fewer than
+        ``need`` of a full candidate list does a second query apply the filter inside the
+        ranking (joining each match to its rows: slower, but never starved).
         """
         match = match_expression(query_text, Scope(*self._scope))
         if match is None:
             return []
+        ranked = [
+            int(r[0])
+            for r in self._q(
+                "SELECT rowid, bm25(memory_fts, 1.0, 0.0) AS r FROM memory_fts"
+                " WHERE memory_fts MATCH ? AND rowid NOT IN (SELECT label FROM memory"
+                " WHERE expires_at_us IS NOT NULL AND expires_at_us <= ?)"
+                " ORDER BY r, rowid LIMIT ?",
+                (match, f.now_us, k),
+            )
+        ]
+        ok = self.eligible(ranked, f)
+        kept = [lab for lab in ranked if lab in ok]
+        if len(kept) >= need or len(ranked) < k:
+            return kept
         where, params = self._filter_sql(f)
         rows = self._q(
             "SELECT f.rowid, bm25(memory_fts, 1.0, 0.0) AS r FROM memory_fts f"
@@ -542,13 +563,16 @@ class SqliteRepository:
             bool(r[9]),
         )
 
-    def current_facts(self, subject_key: str, predicate_key: str) -> list[Fact]:
+    def current_facts(
+        self, subject_key: str, predicate_key: str, tx: WriteTx | None = None
+    ) -> list[Fact]:
         """Facts of (subject, predicate) still believed, oldest first."""
         rows = self._q(
             f"SELECT {self._FACT} FROM am_fact WHERE org_id = ? AND agent_id = ?"
             " AND subject_key = ? AND predicate_key = ? AND valid_to_us IS NULL"
             " ORDER BY valid_from_us, id",
             (*self._scope, subject_key, predicate_key),
+            tx,
         )
         return [self._fact(r) for r in rows]
 
@@ -668,12 +692,15 @@ class SqliteRepository:
     # ------------------------------------------------------------------ procedures
     _PROC = "id, action, context, successes, failures"
 
-    def procedure_by_key(self, action_key: str, context_key: str) -> Procedure | None:
+    def procedure_by_key(
+        self, action_key: str, context_key: str, tx: WriteTx | None = None
+    ) -> Procedure | None:
         """The procedure recorded for this action (in this context), if any."""
         rows = self._q(
             f"SELECT {self._PROC} FROM am_procedure WHERE org_id = ? AND agent_id = ?"
             " AND action_key = ? AND context_key = ?",
             (*self._scope, action_key, context_key),
+            tx,
         )
         return Procedure(*rows[0]) if rows else None
 

@@ -359,3 +359,47 @@ def test_the_memory_store_keeps_working_beside_the_agent_layer(
         assert mem.get(mid) is None
         mem.consolidate()  # the layer's orphan rows go
         assert mem.store.database.query("SELECT count(*) FROM am_memory")[0][0] == 0
+
+
+def test_a_narrow_filter_is_never_starved_by_the_index_candidates(mem: AgentMemory) -> None:
+    for i in range(40):  # short notes: BM25 ranks them above the long turn
+        mem.remember(f"apple {i}")
+    turn = mem.add_turn("c1", "user", "an apple and a great many other words besides it here")
+    hits = mem.recall("apple", k=1, mode="keyword", types="episodic")
+    assert [h.id for h in hits] == [turn]
+
+
+def test_two_processes_writing_the_same_note_and_fact_store_each_once(
+    data_dir: Path, clock: Clock
+) -> None:
+    import subprocess
+    import sys
+
+    open_memory(data_dir, clock).close()
+    child = (
+        "import sys\n"
+        "from agentzero_store import AgentMemory\n"
+        "from tests.conftest import FAST, PASSPHRASE\n"
+        "m = AgentMemory.open(sys.argv[1], passphrase=PASSPHRASE, org_id='acme',"
+        " agent_id='a1', config=FAST)\n"
+        "for i in range(15):\n"
+        "    m.remember(f'shared note {i}')\n"
+        "    m.assert_fact('Ana', 'lives_in', f'City {i}')\n"
+        "    m.record_outcome('deploy on friday', success=bool(i % 2))\n"
+        "m.close()\n"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", child, str(data_dir)], cwd=Path(__file__).parents[2]
+        )
+        for _ in range(2)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    with open_memory(data_dir, clock) as mem:
+        notes = mem.recall("shared note", k=100, mode="keyword", types="semantic")
+        assert sorted(h.memory.content for h in notes if "note" in h.memory.content) == sorted(
+            f"shared note {i}" for i in range(15)
+        )
+        assert len(mem.facts(subject="Ana")) == 1  # single-valued: one current, never two
+        (p,) = mem.best_procedures("deploy on friday", mode="keyword")
+        assert p.successes + p.failures == 30
