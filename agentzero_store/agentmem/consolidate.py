@@ -38,7 +38,7 @@ def consolidate(
     """See ``AgentMemory.consolidate``."""
     tell = progress or (lambda step, done, total: None)
     now_us = to_us(now)
-    expired, purged = _expire(mem, now_us, dry_run)
+    expired, purged = _expire(mem, life, now_us, dry_run)
     tell("expire", 1, 5)
     promoted, linked = _promote(mem, now_us, dry_run)
     tell("promote", 2, 5)
@@ -62,7 +62,7 @@ def consolidate(
     )
 
 
-def _expire(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
+def _expire(mem: Parts, life: Lifecycle, now_us: int, dry_run: bool) -> tuple[int, int]:
     """Delete memories past their TTL (and layer rows whose memory row the store
     deleted), and empty undo entries past their window."""
     repo = mem.repo
@@ -73,9 +73,13 @@ def _expire(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
         return len(expired), len(purge)
     with repo.transaction() as tx:
         repo.drop(tx, expired + orphans)
-        repo.drop_forgotten(tx, purge)
-    mem.archive.delete([*(i for i, _ in expired), *purge])
-    purge_keyword_index(mem.store.database)  # their words leave the index's segments too
+        # A forget past its window becomes an erase: the same pending purge finishes it
+        # (archive copy, keyword segments, HNSW checkpoint, WAL), resumable after a crash.
+        repo.schedule_purge(tx, purge)
+    mem.archive.delete([i for i, _ in expired])
+    purge_keyword_index(mem.store.database)  # expired words leave the index's segments too
+    if purge:
+        life.finish_pending_erase()
     return len(expired), len(purge)
 
 

@@ -49,9 +49,10 @@ class Lifecycle:
 
     # ------------------------------------------------------------------ archive
     def check_archive(self) -> None:
-        """On open: archived memories need their archive file (fail closed, precisely)."""
+        """On open: archived memories (forgotten ones too: undo reads their text back)
+        need their archive file (fail closed, precisely)."""
         mem = self._mem
-        archived = mem.repo.all_archived()
+        archived = set(mem.repo.all_archived()) | mem.repo.archived_payload_ids()
         if archived and not mem.archive.exists():
             first = ", ".join(sorted(archived)[:3])
             raise CorruptStoreError(

@@ -1066,9 +1066,11 @@ class SqliteRepository:
         self._drop_layer_rows(tx, [mid for mid, _ in chosen])
         tx.delete_labels([label for _, label in chosen if label >= 0])
 
-    def drop_forgotten(self, tx: WriteTx, ids: Sequence[str]) -> None:
-        """Empty undo entries whose window passed."""
+    def schedule_purge(self, tx: WriteTx, ids: Sequence[str]) -> None:
+        """Empty undo entries whose window passed, leaving their cleanup pending exactly
+        like an erase's (``am_purge``)."""
         tx.executemany("DELETE FROM am_forgotten WHERE memory_id = ?", [(i,) for i in ids])
+        tx.executemany("INSERT OR IGNORE INTO am_purge (memory_id) VALUES (?)", [(i,) for i in ids])
 
 
 __all__ = ["Filter", "NewMemory", "Row", "SCHEMA_VERSION", "SqliteRepository"]

@@ -267,7 +267,9 @@ def test_undo_window_closes_and_consolidation_purges(mem: AgentMemory, clock: Cl
     with pytest.raises(NotFoundError):
         mem.undo(receipt.token)
     assert mem.consolidate().purged == 1
-    assert mem.store.database.query("SELECT count(*) FROM am_forgotten")[0][0] == 0
+    db = mem.store.database
+    assert db.query("SELECT count(*) FROM am_forgotten")[0][0] == 0
+    assert db.query("SELECT count(*) FROM am_purge")[0][0] == 0  # finished like an erase
 
 
 def test_forget_needs_exactly_one_selector(mem: AgentMemory) -> None:
@@ -403,3 +405,18 @@ def test_two_processes_writing_the_same_note_and_fact_store_each_once(
         assert len(mem.facts(subject="Ana")) == 1  # single-valued: one current, never two
         (p,) = mem.best_procedures("deploy on friday", mode="keyword")
         assert p.successes + p.failures == 30
+
+
+def test_a_missing_archive_is_reported_even_if_only_forgotten_memories_need_it(
+    data_dir: Path, clock: Clock
+) -> None:
+    from agentzero_store import CorruptStoreError
+
+    with open_memory(data_dir, clock) as mem:
+        mid = mem.remember("archived then forgotten").id
+        mem.archive(mid)
+        mem.forget(id=mid)
+    (data_dir / "memory.archive.db").unlink()
+    with pytest.raises(CorruptStoreError) as err:
+        open_memory(data_dir, clock)
+    assert mid in err.value.message
