@@ -6,13 +6,15 @@
     .venv/bin/python benchmarks/run.py --setup-peers   # Chroma, LanceDB in benchmarks/.peers-venv
 
 Groups (``--only``): memory (append, rebuild, open, recall), rss, chroma, lancedb, bm25,
-blinded, scifact, ledger (what the acknowledgement ledger adds to single writes).
+blinded, scifact, ledger (what the acknowledgement ledger adds to single writes), locomo
+(LoCoMo dev evidence recall@10 per recall mode; ``--quick``: one conversation).
 Prints a markdown table (figure, ours, anchor, ratio, goal, pass) and writes JSON
 (default ``bench-out/results.json``). Speed figures are ratios against an anchor measured
 in the same run, ours and anchor interleaved, median over trials: absolute numbers on a
 shared machine drift. The peers (Chroma, LanceDB) run in their own venv, never a
-dependency of the store; the SciFact data is read in place from ``--scifact`` (default
-``../shared/data/scifact``). Each is skipped, saying so, when absent.
+dependency of the store; the SciFact and LoCoMo data are read in place from ``--scifact``
+and ``--locomo`` (defaults under ``../shared/data/``). Each is skipped, saying so, when
+absent.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ sys.path[:0] = [str(HERE), str(REPO)]
 
 from _harness import Figure, Skipped, table  # noqa: E402
 
-GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger")
+GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger",
+          "locomo")
 NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
 
@@ -49,6 +52,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     help="where to write the JSON results")
     ap.add_argument("--scifact", type=Path, default=REPO.parent / "shared" / "data" / "scifact",
                     help="BEIR SciFact folder (read in place, never copied)")
+    ap.add_argument("--locomo", type=Path,
+                    default=REPO.parent / "shared" / "data" / "locomo-dev",
+                    help="LoCoMo dev folder holding locomo-dev.json (read in place)")
     ap.add_argument("--n", type=int, default=None,
                     help="override the number of memories / BM25 docs (e.g. 20000 for a "
                          "medium run)")
@@ -135,6 +141,16 @@ def main(argv: list[str] | None = None) -> int:
                 skipped.append(got_sf)
             else:
                 figures += got_sf
+        if "locomo" in args.groups:
+            import locomo
+
+            progress(f"locomo: evidence recall@10 per recall mode from {args.locomo}")
+            got_lo = locomo.figures(Path(tmp), args.locomo, quick=args.quick,
+                                    progress=progress)
+            if isinstance(got_lo, Skipped):
+                skipped.append(got_lo)
+            else:
+                figures += got_lo
     elapsed = time.perf_counter() - started
     kind = "Quick run (small sizes: a CI smoke test)" if args.quick else "Full run"
     print(f"\n{kind}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, "

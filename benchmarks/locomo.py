@@ -1,0 +1,603 @@
+"""LoCoMo evidence recall@10 of ``AgentMemory.recall``, per ranking mode.
+
+    .venv/bin/python benchmarks/locomo.py                       # keyword, semantic, hybrid
+    .venv/bin/python benchmarks/locomo.py --modes hybrid --json # machine-readable, stdout
+    .venv/bin/python benchmarks/locomo.py --quick               # the first conversation only
+
+The data is the development half of LoCoMo (``../shared/data/locomo-dev``), read in place
+and never copied into the repo; the script says so and exits 0 when it is absent.
+
+Protocol (the data README's): all conversations go in one fresh store (random key), each
+conversation (``sample_id``) in its own scope (``org_id=sample_id``). Every turn becomes
+one episodic memory, ``Turn("user", "{speaker}: {text}")``, created at its session's date
+(``session_N_date_time`` as aware UTC) plus ``i`` seconds for the ``i``-th turn of the
+session, one ``add_turns`` call per session (``conversation_id="session_N"``). Each
+question of category 1-4 that carries evidence is a ``recall(question, k=10, mode=M)`` in
+its conversation's scope; its score is the share of its evidence ``dia_id`` values whose
+memory is among the 10 hits; the figure is the mean over questions. Evidence ids that are
+malformed or not in the conversation (LoCoMo has a few) count as not found, and are
+reported.
+
+Latency is of ``recall`` alone: the query embedding is excluded, because the store's
+embedder is a ``QueryVectorCache`` serving vectors computed up front (its misses are
+counted, and must be 0). Turn and question vectors are cached on disk outside the repo
+(``$XDG_CACHE_HOME/agentzero-bench/``, else ``~/.cache/agentzero-bench/``), keyed by the
+data file's SHA-256 and the model id, so a re-run does not load the model at all.
+
+A ranking mode is a ``Ranker``: a name and a callable ``(mem, question, qvec) -> ids``;
+add one to ``RANKERS`` to compare a new ranking on the same protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(HERE), str(REPO)]
+
+from _harness import Figure, Skipped, median, pct  # noqa: E402
+
+from agentzero_store import AgentMemory, LocalEmbedder, Turn  # noqa: E402
+from agentzero_store.embed.local import LOCAL_MODEL_SHA256  # noqa: E402
+from agentzero_store.embed.vectors import Embedder, Vector  # noqa: E402
+
+DATA_FILE = "locomo-dev.json"
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo-dev"
+K = 10
+CATEGORIES = (1, 2, 3, 4)  # 5 (adversarial) has no answer in the conversation
+SESSION = re.compile(r"session_(\d+)")
+DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+CACHE_VERSION = 1  # bump when the cached texts or their layout change
+
+# Evidence recall@10 on this half, measured with the raw libraries (no store code): the
+# data README's reference points, given as constants (not measured by this script).
+REFERENCE: dict[str, tuple[float, str]] = {
+    "semantic": (0.508, "MiniLM exact cosine"),
+    "keyword": (0.562, "Tantivy en_stem BM25"),
+    "hybrid": (0.613, "RRF k=60 of the two"),
+}
+
+
+# ----------------------------------------------------------------------------- data
+@dataclass(frozen=True)
+class LocomoTurn:
+    dia_id: str
+    session: str  # "session_3": the memory's conversation_id
+    speaker: str
+    content: str  # "{speaker}: {text}"
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    category: int
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    sample_id: str
+    turns: list[LocomoTurn]
+    questions: list[Question]
+
+    def sessions(self) -> dict[str, list[LocomoTurn]]:
+        """Turns grouped by session, in order (one ``add_turns`` call each)."""
+        out: dict[str, list[LocomoTurn]] = {}
+        for t in self.turns:
+            out.setdefault(t.session, []).append(t)
+        return out
+
+
+def session_date(text: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` as an aware UTC datetime."""
+    return datetime.strptime(text.strip(), DATE_FORMAT).replace(tzinfo=UTC)
+
+
+def load(path: Path) -> list[Conversation]:
+    """The conversations of ``locomo-dev.json``: turns in session order, and the questions
+    of categories 1-4 that carry evidence."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for item in raw:
+        conv = item["conversation"]
+        numbered = sorted(
+            (int(m.group(1)), key) for key in conv if (m := SESSION.fullmatch(key)) and conv[key]
+        )
+        turns = []
+        for _, key in numbered:
+            start = session_date(conv[f"{key}_date_time"])
+            for i, t in enumerate(conv[key]):
+                turns.append(
+                    LocomoTurn(
+                        dia_id=t["dia_id"],
+                        session=key,
+                        speaker=t["speaker"],
+                        content=f"{t['speaker']}: {t['text']}",
+                        created_at=start + timedelta(seconds=i),
+                    )
+                )
+        questions = [
+            Question(q["question"], int(q["category"]), tuple(q["evidence"]))
+            for q in item["qa"]
+            if q.get("category") in CATEGORIES and q.get("evidence")
+        ]
+        out.append(Conversation(item["sample_id"], turns, questions))
+    return out
+
+
+# ----------------------------------------------------------------------------- vectors
+def cache_dir() -> Path:
+    """Where vectors are cached: outside the repo, in the user's cache directory."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "agentzero-bench"
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass
+class VectorFile:
+    """Text -> vector for one data file and one model, kept in an ``.npz`` outside the
+    repo. Missing texts are embedded and merged in; the file is rewritten atomically."""
+
+    path: Path
+    vectors: dict[str, Vector] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def for_data(cls, data_file: Path, model_id: str, directory: Path) -> VectorFile:
+        key = hashlib.sha256(
+            f"{sha256_of(data_file)}\n{model_id}\n{LOCAL_MODEL_SHA256}\n{CACHE_VERSION}".encode()
+        ).hexdigest()[:24]
+        vf = cls(directory / f"locomo-{key}.npz")
+        if vf.path.exists():
+            try:
+                with np.load(vf.path, allow_pickle=False) as z:
+                    texts = [str(t) for t in z["texts"]]
+                    matrix = z["vectors"].astype(np.float32)
+                    vf.meta = json.loads(str(z["meta"]))
+                vf.vectors = dict(zip(texts, matrix, strict=True))
+            except (OSError, ValueError, KeyError) as exc:  # a torn or stale file: rebuild
+                print(f"locomo: ignoring unreadable cache {vf.path}: {exc}", file=sys.stderr)
+        return vf
+
+    def ensure(
+        self, texts: Iterable[str], embedder: Embedder, what: str, log: Callable[[str], None]
+    ) -> None:
+        """Embed the texts not cached yet (batched) and save; records the time taken."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if not missing:
+            return
+        log(f"embedding {len(missing):,} {what} (cache miss)")
+        t0 = time.perf_counter()
+        matrix = embedder.embed(missing)
+        seconds = time.perf_counter() - t0
+        self.vectors.update(zip(missing, matrix, strict=True))
+        self.meta[f"embed_{what}"] = {
+            "n": len(missing),
+            "seconds": round(seconds, 2),
+            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        self.save()
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        texts = list(self.vectors)
+        tmp = self.path.with_name(self.path.name + ".tmp.npz")
+        np.savez(
+            tmp,
+            texts=np.array(texts, dtype=np.str_),
+            vectors=np.stack([self.vectors[t] for t in texts]).astype(np.float32),
+            meta=np.array(json.dumps(self.meta)),
+        )
+        os.replace(tmp, self.path)
+
+
+class QueryVectorCache:
+    """An ``Embedder`` for the store that serves precomputed query vectors, so a timed
+    ``recall`` does not include embedding its query. A text it does not hold is embedded
+    by the wrapped embedder and counted in ``misses`` (the benchmark reports it; 0 means
+    every timed recall was embedding-free)."""
+
+    def __init__(self, inner: Embedder, vectors: Mapping[str, Vector]) -> None:
+        self._inner = inner
+        self._vectors = vectors
+        self.misses = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        out = []
+        for t in texts:
+            v = self._vectors.get(t)
+            if v is None:
+                self.misses += 1
+                v = self._inner.embed([t])[0]
+            out.append(v)
+        return np.stack(out).astype(np.float32, copy=False)
+
+
+def single_query_embedding(
+    embedder: Embedder, questions: Sequence[str], n: int = 50
+) -> dict[str, float]:
+    """What the excluded part costs: p50/p95 ms of embedding one question at a time."""
+    for q in questions[:5]:  # load and warm the model
+        embedder.embed([q])
+    lat = []
+    for q in questions[:n]:
+        t0 = time.perf_counter()
+        embedder.embed([q])
+        lat.append(time.perf_counter() - t0)
+    return {"n": len(lat), "p50_ms": median(lat) * 1e3, "p95_ms": pct(lat, 95) * 1e3}
+
+
+# ----------------------------------------------------------------------------- rankers
+RankFn = Callable[[AgentMemory, str, Vector], list[str]]
+
+
+@dataclass(frozen=True)
+class Ranker:
+    """A ranking under test: ``rank(mem, question, qvec)`` returns memory ids, best first
+    (at most ``K``). ``qvec`` is the question's cached vector, for rankers that take one."""
+
+    name: str
+    rank: RankFn
+    reference: tuple[float, str] | None = None  # raw-library anchor, if the README has one
+
+
+def recall_mode(mode: str) -> RankFn:
+    """``AgentMemory.recall`` in one of its modes (it embeds through the cache)."""
+
+    def rank(mem: AgentMemory, question: str, qvec: Vector) -> list[str]:
+        return [h.id for h in mem.recall(question, k=K, mode=mode)]  # type: ignore[arg-type]
+
+    return rank
+
+
+RANKERS: dict[str, Ranker] = {
+    m: Ranker(m, recall_mode(m), REFERENCE.get(m)) for m in ("keyword", "semantic", "hybrid")
+}
+
+
+# ----------------------------------------------------------------------------- run
+@dataclass
+class ModeResult:
+    mode: str
+    recall_at_10: float
+    per_category: dict[int, float]
+    latency_p50_ms: float
+    latency_p95_ms: float
+    foreign_hits: int  # hits outside the question's conversation (must be 0)
+    recall_resolvable: float  # the mean over questions with >= 1 resolvable evidence id
+    reference: tuple[float, str] | None
+
+
+@dataclass
+class Report:
+    data: str
+    conversations: int
+    turns: int
+    questions: int
+    per_category_n: dict[int, int]
+    evidence_ids: int
+    unresolvable_evidence: list[dict[str, str]]
+    questions_without_resolvable_evidence: int
+    query_embedding: dict[str, Any]
+    cache_file: str
+    cache_misses_while_timed: int
+    ingest_seconds: float
+    modes: list[ModeResult]
+    quick: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run(
+    data_dir: Path,
+    rankers: Sequence[Ranker],
+    *,
+    quick: bool = False,
+    tmp_parent: Path | None = None,
+    vector_dir: Path | None = None,
+    log: Callable[[str], None] = lambda m: None,
+) -> Report:
+    """Fill a store with the conversations, ask every question with every ranker."""
+    data_file = data_dir / DATA_FILE
+    convs = load(data_file)
+    if quick:
+        convs = convs[:1]
+    inner = LocalEmbedder()
+    vf = VectorFile.for_data(data_file, inner.model_id, vector_dir or cache_dir())
+    questions = [q.text for c in convs for q in c.questions]
+    vf.ensure((t.content for c in convs for t in c.turns), inner, "turns", log)
+    vf.ensure(questions, inner, "questions", log)
+    if "single_query" not in vf.meta:
+        log("timing single-question embedding (once; cached)")
+        vf.meta["single_query"] = single_query_embedding(inner, questions)
+        vf.save()
+    cache = QueryVectorCache(inner, vf.vectors)
+
+    ids: dict[str, dict[str, str]] = {}  # sample_id -> dia_id -> memory id
+    with tempfile.TemporaryDirectory(prefix="agentzero-locomo-", dir=tmp_parent) as tmp:
+        key = os.urandom(32)
+
+        def open_memory(sample_id: str) -> AgentMemory:
+            return AgentMemory.open(
+                tmp, key=key, org_id=sample_id, agent_id="bench", embedder=cache
+            )
+
+        t0 = time.perf_counter()
+        for c in convs:
+            log(f"{c.sample_id}: {len(c.turns)} turns")
+            with open_memory(c.sample_id) as mem:
+                got: dict[str, str] = {}
+                for session, turns in c.sessions().items():
+                    made = mem.add_turns(
+                        session,
+                        [
+                            Turn("user", t.content, speaker=t.speaker, created_at=t.created_at)
+                            for t in turns
+                        ],
+                        vectors=[vf.vectors[t.content] for t in turns],
+                    )
+                    got.update(zip((t.dia_id for t in turns), made, strict=True))
+                ids[c.sample_id] = got
+        ingest_seconds = time.perf_counter() - t0
+
+        scores: dict[str, list[tuple[int, float, bool]]] = {r.name: [] for r in rankers}
+        latency: dict[str, list[float]] = {r.name: [] for r in rankers}
+        foreign: dict[str, int] = dict.fromkeys(scores, 0)
+        misses_before = cache.misses
+        for c in convs:
+            log(f"{c.sample_id}: {len(c.questions)} questions x {len(rankers)} modes")
+            own = ids[c.sample_id]
+            own_ids = set(own.values())
+            with open_memory(c.sample_id) as mem:
+                for r in rankers:  # warm-up, untimed: first-use costs of each path
+                    r.rank(mem, c.questions[0].text, vf.vectors[c.questions[0].text])
+                for q in c.questions:
+                    qvec = vf.vectors[q.text]
+                    wanted = [own.get(e) for e in q.evidence]  # None: not in the conversation
+                    resolvable = any(w is not None for w in wanted)
+                    for r in rankers:
+                        t0 = time.perf_counter()
+                        hits = r.rank(mem, q.text, qvec)
+                        latency[r.name].append(time.perf_counter() - t0)
+                        top = set(hits[:K])
+                        foreign[r.name] += len(top - own_ids)
+                        found = sum(1 for w in wanted if w is not None and w in top)
+                        scores[r.name].append((q.category, found / len(wanted), resolvable))
+        timed_misses = cache.misses - misses_before
+
+    all_q = [q for c in convs for q in c.questions]
+    unresolvable = [
+        {"sample_id": c.sample_id, "evidence": e, "question": q.text}
+        for c in convs
+        for q in c.questions
+        for e in q.evidence
+        if e not in ids[c.sample_id]
+    ]
+    modes = []
+    for r in rankers:
+        s = scores[r.name]
+        per_cat = {
+            cat: float(np.mean([x for c_, x, _ in s if c_ == cat]))
+            for cat in CATEGORIES
+            if any(c_ == cat for c_, _, _ in s)
+        }
+        lat = latency[r.name]
+        modes.append(
+            ModeResult(
+                r.name,
+                float(np.mean([x for _, x, _ in s])),
+                per_cat,
+                median(lat) * 1e3,
+                pct(lat, 95) * 1e3,
+                foreign[r.name],
+                float(np.mean([x for _, x, ok in s if ok])),
+                r.reference,
+            )
+        )
+    return Report(
+        data=str(data_file),
+        conversations=len(convs),
+        turns=sum(len(c.turns) for c in convs),
+        questions=len(all_q),
+        per_category_n={
+            cat: sum(1 for q in all_q if q.category == cat)
+            for cat in CATEGORIES
+            if any(q.category == cat for q in all_q)
+        },
+        evidence_ids=sum(len(q.evidence) for q in all_q),
+        unresolvable_evidence=unresolvable,
+        questions_without_resolvable_evidence=sum(
+            1
+            for c in convs
+            for q in c.questions
+            if not any(e in ids[c.sample_id] for e in q.evidence)
+        ),
+        query_embedding={
+            "single_question": vf.meta.get("single_query"),
+            "batched": vf.meta.get("embed_questions"),
+        },
+        cache_file=str(vf.path),
+        cache_misses_while_timed=timed_misses,
+        ingest_seconds=ingest_seconds,
+        modes=modes,
+        quick=quick,
+    )
+
+
+# ----------------------------------------------------------------------------- output
+def table(rep: Report) -> str:
+    """The markdown table, then the counts a reader needs to trust it."""
+    cats = list(rep.per_category_n)
+    head = (
+        ["mode", "recall@10"]
+        + [f"cat {c} (n={rep.per_category_n[c]})" for c in cats]
+        + ["p50 ms", "p95 ms", "reference, raw libraries (all 5 conversations)"]
+    )
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m in rep.modes:
+        ref = f"{m.reference[0]:.3f} ({m.reference[1]})" if m.reference else "—"
+        lines.append(
+            "| "
+            + " | ".join(
+                [m.mode, f"**{m.recall_at_10:.3f}**"]
+                + [f"{m.per_category.get(c, float('nan')):.3f}" for c in cats]
+                + [f"{m.latency_p50_ms:.2f}", f"{m.latency_p95_ms:.2f}", ref]
+            )
+            + " |"
+        )
+    emb = rep.query_embedding.get("single_question") or {}
+    bad = ", ".join(f"{u['sample_id']} {u['evidence']!r}" for u in rep.unresolvable_evidence)
+    notes = [
+        "",
+        f"{rep.conversations} conversation{'s' if rep.conversations != 1 else ''}, "
+        f"{rep.turns:,} turns, {rep.questions} questions "
+        f"(categories 1-4 with evidence), {rep.evidence_ids:,} evidence ids; ingest "
+        f"{rep.ingest_seconds:.1f} s with precomputed vectors.",
+        f"Unresolvable evidence ids (counted as not found): {len(rep.unresolvable_evidence)}"
+        + (f" ({bad})" if bad else "")
+        + f"; questions with none resolvable: {rep.questions_without_resolvable_evidence}.",
+        "Over only the questions with a resolvable evidence id: "
+        + ", ".join(f"{m.mode} {m.recall_resolvable:.3f}" for m in rep.modes)
+        + ".",
+        "Latency: recall alone (query vectors served by QueryVectorCache; misses while "
+        f"timed: {rep.cache_misses_while_timed}). Excluded query embedding, one question "
+        f"at a time: p50 {emb.get('p50_ms', float('nan')):.1f} ms, "
+        f"p95 {emb.get('p95_ms', float('nan')):.1f} ms (n={emb.get('n', 0)}, "
+        "measured when the vector cache was built).",
+        "Hits outside the question's conversation: "
+        + ", ".join(f"{m.mode} {m.foreign_hits}" for m in rep.modes)
+        + ".",
+        f"Vector cache: {rep.cache_file}",
+    ]
+    if rep.quick:
+        notes.append("Quick run: the first conversation only; the reference is not comparable.")
+    return "\n".join(lines + notes)
+
+
+def figures(
+    tmp: Path, data_dir: Path, *, quick: bool, progress: Callable[[str], None]
+) -> list[Figure] | Skipped:
+    """The ``locomo`` group of ``benchmarks/run.py``: recall@10 per mode beside the README's
+    raw-library reference (not judged: there is no goal yet)."""
+    if not (data_dir / DATA_FILE).is_file():
+        return Skipped("locomo", f"no LoCoMo dev data at {data_dir} (pass --locomo PATH)")
+    rep = run(
+        data_dir,
+        list(RANKERS.values()),
+        quick=quick,
+        tmp_parent=tmp,
+        log=lambda m: progress(f"locomo: {m}"),
+    )
+    tag = " (quick: 1 conversation)" if quick else ""
+    out = []
+    for m in rep.modes:
+        ref = m.reference
+        cats = ", ".join(f"cat {c} {v:.3f}" for c, v in m.per_category.items())
+        out.append(
+            Figure(
+                "locomo",
+                f"locomo_recall10_{m.mode}",
+                f"LoCoMo dev evidence recall@10, {m.mode}{tag}",
+                m.recall_at_10,
+                "",
+                None if ref is None else ref[0],
+                "" if ref is None else f"reference, raw libraries: {ref[1]}",
+                None if ref is None or quick else m.recall_at_10 / ref[0],
+                trials=rep.questions,
+                note=f"{cats}; recall p50 {m.latency_p50_ms:.2f} ms, p95 "
+                f"{m.latency_p95_ms:.2f} ms, query embedding excluded",
+                extra={"report": rep.to_dict()} if m is rep.modes[0] else {},
+            )
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help=f"folder holding {DATA_FILE} (read in place, never copied)",
+    )
+    ap.add_argument(
+        "--modes",
+        default=",".join(RANKERS),
+        help=f"comma-separated ranking modes: {', '.join(RANKERS)}",
+    )
+    ap.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    ap.add_argument("--quick", action="store_true", help="the first conversation only")
+    ap.add_argument("--tmp", type=Path, default=None, help="parent of the scratch store")
+    ap.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help=f"where vectors are cached (default {cache_dir()}); never inside the repo",
+    )
+    args = ap.parse_args(argv)
+    names = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in names if m not in RANKERS]
+    if unknown or not names:
+        ap.error(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(RANKERS)}")
+    data_file = args.data / DATA_FILE
+    if not data_file.is_file():
+        print(f"locomo: skipped: no {DATA_FILE} in {args.data} (pass --data PATH)")
+        return 0
+    vector_dir = args.cache_dir or cache_dir()
+    if vector_dir.resolve().is_relative_to(REPO):
+        ap.error(f"--cache-dir {vector_dir} is inside the repo; the vectors derive from the data")
+    started = time.perf_counter()
+
+    def log(msg: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f} s] {msg}", file=sys.stderr, flush=True)
+
+    rep = run(
+        args.data,
+        [RANKERS[m] for m in names],
+        quick=args.quick,
+        tmp_parent=args.tmp,
+        vector_dir=vector_dir,
+        log=log,
+    )
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2))
+    else:
+        print(table(rep))
+    log("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
