@@ -282,7 +282,8 @@ def recall_mode(mode: str) -> RankFn:
 
 
 RANKERS: dict[str, Ranker] = {
-    m: Ranker(m, recall_mode(m), REFERENCE.get(m)) for m in ("keyword", "semantic", "hybrid")
+    m: Ranker(m, recall_mode(m), REFERENCE.get(m))
+    for m in ("keyword", "semantic", "hybrid", "auto")
 }
 
 

@@ -48,7 +48,7 @@ from .records import (
 from .repository import NewMemory, SqliteRepository
 
 Clock = Callable[[], datetime]
-Mode = Literal["semantic", "keyword", "hybrid"]
+Mode = Literal["auto", "semantic", "keyword", "hybrid"]
 DAY_US = 86_400 * 1_000_000
 FACT_CONVERSATION = "facts"  # the conversation id of fact and procedure memories
 DEFAULT_CONVERSATION = "memories"  # ... of ``remember`` without one
@@ -501,16 +501,23 @@ class AgentMemory:
         about: Sequence[str] | str | None = None,
         as_of: datetime | None = None,
         include_archived: bool = False,
+        explain: bool = False,
         log: bool = True,
     ) -> list[RecallHit]:
         """The ``k`` memories most relevant to ``query`` in this scope, best first.
 
-        ``mode``: semantic, keyword or hybrid (default: hybrid with an embedder, else
-        keyword). ``types``/``about`` filter; ``as_of`` sees facts valid then and memories
-        made by then; archived memories only with ``include_archived`` (their text is
-        read back from the archive). Never returns another scope's, an expired, a
-        forgotten or an erased memory. Each returned memory's access is logged (cheaply,
-        buffered); that never strengthens it (only ``feedback`` does).
+        ``mode``: ``auto`` (the default with an embedder; keyword without one) fuses
+        every signal that tells this query's candidates apart with weighted RRF —
+        semantic and keyword search, the turns next to the best hits (temporal spreading
+        activation), entities the query names, the asked-for memory type, confidence and
+        access history (see ``signals``); ``semantic``, ``keyword`` and ``hybrid`` (the
+        first two, weighted) are single stages. ``explain=True`` gives each hit's rank,
+        weight and share per signal. ``types``/``about`` filter; ``as_of`` sees facts
+        valid then and memories made by then; archived memories only with
+        ``include_archived`` (their text is read back from the archive). Never returns
+        another scope's, an expired, a forgotten or an erased memory. Each returned
+        memory's access is logged (cheaply, buffered); that never strengthens it (only
+        ``feedback`` does).
         """
         hits = self._recaller.recall(
             query,
@@ -520,6 +527,7 @@ class AgentMemory:
             about=(about,) if isinstance(about, str) else about,
             as_of=as_of,
             include_archived=include_archived,
+            explain=explain,
         )
         if log and hits:
             at = self.now_us()

@@ -22,8 +22,10 @@ from ..base.limits import check_limit, check_text
 from ..base.ranking import exact_top_k, rrf_fuse
 from ..embed.vectors import as_vector
 from ..memory.records import Scope, to_us
+from . import signals as sig
 from .records import Memory, RecallHit, entity_key
 from .repository import Filter
+from .signals import final_k
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 
 Hydrate = Callable[[Sequence["Row"]], list[Memory]]
 
-MODES = ("semantic", "keyword", "hybrid")
+MODES = ("auto", "semantic", "keyword", "hybrid")
 
 
 class Recaller:
@@ -51,13 +53,14 @@ class Recaller:
         about: Sequence[str] | None,
         as_of: datetime | None,
         include_archived: bool,
+        explain: bool = False,
     ) -> list[RecallHit]:
         """See ``AgentMemory.recall``."""
         mem = self._mem
         k = check_limit(k, "k")
         check_text("query", query)
         if mode is None:
-            mode = "hybrid" if mem.store.embedder is not None else "keyword"
+            mode = "auto" if mem.store.embedder is not None else "keyword"
         if mode not in MODES:
             raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         f = Filter(
@@ -67,21 +70,85 @@ class Recaller:
             as_of_us=to_us(as_of) if as_of is not None else None,
             include_archived=bool(include_archived),
         )
-        pool = max(k * mem.config.hybrid_candidates_factor, 20)
+        cfg = mem.config
+        pool = (
+            max(k, cfg.recall_pool) if mode == "auto" else max(k * cfg.hybrid_candidates_factor, 20)
+        )
         signals: dict[str, Sequence[int]] = {}
-        if mode in ("semantic", "hybrid"):
+        if mode in ("semantic", "hybrid", "auto"):
             signals["semantic"] = self._semantic(query, k, pool, f)
-        if mode in ("keyword", "hybrid"):
+        if mode in ("keyword", "hybrid", "auto"):
             signals["keyword"] = mem.repo.keyword(query, pool, f, need=k)
+        weights = {"semantic": cfg.weight_semantic, "keyword": cfg.weight_keyword}
+        rrf_k = cfg.recall_seed_k
+        if mode == "auto":
+            signals = self._signals(query, signals, f)
+            weights = {name: float(getattr(cfg, f"weight_{name}")) for name in signals}
+            rrf_k = final_k(cfg.recall_rrf_k, len({x for r in signals.values() for x in r}))
+        elif mode != "hybrid":
+            weights = {name: 1.0 for name in signals}
         labels = list(dict.fromkeys(lab for ranked in signals.values() for lab in ranked))
         fps = mem.repo.fingerprints(labels)
-        fused = rrf_fuse(signals, k=mem.config.rrf_k, limit=k, fingerprint=fps.__getitem__)
+        fused = rrf_fuse(signals, k=rrf_k, limit=k, fingerprint=fps.__getitem__, weights=weights)
         rows = mem.repo.rows([x.key for x in fused], f)
         kept = [(rows[x.key], x) for x in fused if x.key in rows]
         memories = self._hydrate([r for r, _ in kept])
         return [
-            RecallHit(m, x.score, dict(x.ranks)) for m, (_, x) in zip(memories, kept, strict=True)
+            RecallHit(
+                m,
+                x.score,
+                dict(x.ranks),
+                {
+                    name: {"rank": r, "weight": weights[name], "score": weights[name] / (rrf_k + r)}
+                    for name, r in x.ranks.items()
+                }
+                if explain
+                else None,
+            )
+            for m, (_, x) in zip(memories, kept, strict=True)
         ]
+
+    def _signals(
+        self, query: str, first: dict[str, Sequence[int]], f: Filter
+    ) -> dict[str, Sequence[int]]:
+        """The multi-signal lists of mode ``auto`` (see ``signals``), flat ones left out."""
+        mem, cfg = self._mem, self._mem.config
+        repo = mem.repo
+        seeds = sig.seed_scores(first.values(), cfg.recall_seed_k)
+        top = sig.ordered(seeds)[: cfg.spread_seeds]
+        act = sig.spread(
+            seeds,
+            repo.turn_neighbours(top, cfg.spread_window),
+            top=cfg.spread_seeds,
+            decay=cfg.spread_decay,
+        )
+        ok = repo.eligible(list(act), f)  # a neighbour may be filtered out, archived, gone
+        act = {lab: a for lab, a in act.items() if lab in ok}
+        out: dict[str, Sequence[int]] = {n: r for n, r in first.items() if r}
+        if act:
+            out["temporal"] = sig.ordered(act)
+        combined = dict(seeds)
+        for lab, a in act.items():
+            combined[lab] = combined.get(lab, 0.0) + a
+        order = sig.ordered(combined)
+        named = repo.known_entities(sig.query_ngrams(query))
+        if named:
+            ent = sig.subset_in_order(order, repo.labels_about(order, sorted(named)))
+            if ent:
+                out["entity"] = ent
+        kinds = repo.kinds(order)
+        wanted = sig.intent(query)
+        if wanted is not None:
+            typed = sig.subset_in_order(order, {lab for lab in order if kinds[lab][0] == wanted})
+            if typed:
+                out["intent"] = typed
+        conf = sig.by_value({lab: kinds[lab][1] for lab in order}, order)
+        if conf:
+            out["confidence"] = conf
+        recent = sig.activation(repo.access_times(order), f.now_us, order)
+        if recent:
+            out["activation"] = recent
+        return out
 
     def _semantic(self, query: str, k: int, pool: int, f: Filter) -> list[int]:
         store = self._mem.store

@@ -120,6 +120,8 @@ class RecallHit:
     memory: Memory
     score: float
     ranks: Mapping[str, int] = field(default_factory=dict)
+    # With ``explain=True``: per signal, its rank, its weight and what it added.
+    explain: Mapping[str, Mapping[str, float]] | None = None
 
     @property
     def id(self) -> str:
@@ -128,7 +130,10 @@ class RecallHit:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
-        return {"score": self.score, "ranks": dict(self.ranks), **self.memory.to_dict()}
+        out = {"score": self.score, "ranks": dict(self.ranks), **self.memory.to_dict()}
+        if self.explain is not None:
+            out["explain"] = {k: dict(v) for k, v in self.explain.items()}
+        return out
 
 
 @dataclass(frozen=True)

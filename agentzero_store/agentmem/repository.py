@@ -1072,5 +1072,101 @@ class SqliteRepository:
         tx.executemany("DELETE FROM am_forgotten WHERE memory_id = ?", [(i,) for i in ids])
         tx.executemany("INSERT OR IGNORE INTO am_purge (memory_id) VALUES (?)", [(i,) for i in ids])
 
+    # ------------------------------------------------------------------ recall signals
+    def turn_neighbours(
+        self, labels: Sequence[int], window: int
+    ) -> dict[int, list[tuple[int, int]]]:
+        """For each episodic memory among ``labels``: (label, distance) of the turns up to
+        ``window`` before and after it in its conversation (the implicit temporal edges).
+
+        Two queries whatever the number of labels: the seeds' places, then every
+        neighbour list at once (one ``UNION ALL`` of index range scans, ``LIMIT window``
+        each), instead of two round trips per seed.
+        """
+        if not labels:
+            return {}
+        seeds = self._q(
+            "SELECT label, conversation_id, created_at_us, id FROM am_memory WHERE label IN"
+            f" ({placeholders(len(labels))}) AND +org_id = ? AND +agent_id = ?"
+            " AND type = 'episodic'",
+            (*labels, *self._scope),
+        )
+        if not seeds:
+            return {}
+        parts: list[str] = []
+        params: list[Any] = []
+        for label, conv, at, mid in seeds:
+            for op, order in (("<", "DESC"), (">", "ASC")):
+                parts.append(
+                    f"SELECT * FROM (SELECT {int(label)}, label, {1 if op == '<' else 0}"
+                    " FROM am_memory WHERE org_id = ? AND agent_id = ? AND conversation_id = ?"
+                    f" AND (created_at_us {op} ? OR (created_at_us = ? AND id {op} ?))"
+                    f" AND type = 'episodic' ORDER BY created_at_us {order}, id {order}"
+                    " LIMIT ?)"
+                )
+                params.extend((*self._scope, conv, at, at, mid, window))
+        out: dict[int, list[tuple[int, int]]] = {int(r[0]): [] for r in seeds}
+        distance: dict[tuple[int, int], int] = {}
+        for seed, other, before in self._q(" UNION ALL ".join(parts), params):
+            key = (int(seed), int(before))
+            distance[key] = distance.get(key, 0) + 1  # rows come nearest first per side
+            out[int(seed)].append((int(other), distance[key]))
+        return out
+
+    def known_entities(self, keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` are entities some memory of this scope is about."""
+        out: set[str] = set()
+        for part in _batches(list(keys)):
+            out.update(
+                str(r[0])
+                for r in self._q(
+                    "SELECT DISTINCT key FROM am_about WHERE org_id = ? AND agent_id = ?"
+                    f" AND key IN ({placeholders(len(part))})",
+                    (*self._scope, *part),
+                )
+            )
+        return out
+
+    def labels_about(self, labels: Sequence[int], keys: Sequence[str]) -> set[int]:
+        """Which of ``labels`` are about any of the entity ``keys``."""
+        out: set[int] = set()
+        if not keys:
+            return out
+        for part in _batches(list(labels)):
+            out.update(
+                int(r[0])
+                for r in self._q(
+                    "SELECT DISTINCT a.label FROM am_memory a JOIN am_about b ON b.memory_id"
+                    f" = a.id WHERE a.label IN ({placeholders(len(part))})"
+                    f" AND b.key IN ({placeholders(len(keys))})",
+                    (*part, *keys),
+                )
+            )
+        return out
+
+    def kinds(self, labels: Sequence[int]) -> dict[int, tuple[str, float]]:
+        """(type, confidence) of each label."""
+        out: dict[int, tuple[str, float]] = {}
+        for part in _batches(list(labels)):
+            for r in self._q(
+                "SELECT label, type, confidence FROM am_memory WHERE label IN"
+                f" ({placeholders(len(part))})",
+                list(part),
+            ):
+                out[int(r[0])] = (str(r[1]), float(r[2]))
+        return out
+
+    def access_times(self, labels: Sequence[int]) -> dict[int, list[int]]:
+        """The logged access times (µs) of each label that has any."""
+        out: dict[int, list[int]] = {}
+        for part in _batches(list(labels)):
+            for label, at in self._q(
+                "SELECT a.label, x.at_us FROM am_memory a JOIN am_access x ON x.memory_id"
+                f" = a.id WHERE a.label IN ({placeholders(len(part))}) AND a.access_count > 0",
+                list(part),
+            ):
+                out.setdefault(int(label), []).append(int(at))
+        return out
+
 
 __all__ = ["Filter", "NewMemory", "Row", "SCHEMA_VERSION", "SqliteRepository"]

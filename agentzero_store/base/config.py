@@ -62,6 +62,22 @@ class StoreConfig:
     promote_min_duplicates: int = 3  # episodic near-duplicates that make a semantic fact
     near_duplicate_jaccard: float = 0.85  # word-set Jaccard at which texts are duplicates
     access_flush_every: int = 256  # recall accesses buffered before one write
+    # Agent recall, mode "auto": weighted RRF, sum of w_r / (k + rank_r), over the signals
+    # below (tuned on the LoCoMo dev half only; see BENCHMARKS.md). A signal that does not
+    # tell the candidates apart on a query (all equal) is left out of that query.
+    recall_pool: int = 100  # candidates each of semantic and keyword search propose
+    recall_seed_k: int = 5  # RRF k of the first-stage (semantic + keyword) order
+    recall_rrf_k: int = 10  # final RRF k at 200 candidates; scaled with the pool size
+    spread_seeds: int = 20  # the best first-stage hits that spread activation
+    spread_window: int = 2  # turns before and after a seed that it activates
+    spread_decay: float = 0.5  # activation kept per further turn of distance
+    weight_semantic: float = 0.8
+    weight_keyword: float = 1.0
+    weight_temporal: float = 1.0  # turns next to a hit (the answer often sits in the reply)
+    weight_entity: float = 0.6  # memories about (or said by) an entity the query names
+    weight_activation: float = 0.3  # ACT-R base level from the access log (not on LoCoMo)
+    weight_intent: float = 0.3  # the memory type the question asks for (not on LoCoMo)
+    weight_confidence: float = 0.2  # the memory's confidence (not on LoCoMo)
     # Edge confidence halves every this many days (0: never decays).
     half_life_temporal_days: float = 30.0
     half_life_causal_days: float = 180.0

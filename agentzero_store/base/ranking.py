@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -55,8 +55,10 @@ def rrf_fuse(
     k: int = 60,
     limit: int,
     fingerprint: Callable[[K], Hashable] | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Fused[K]]:
-    """Reciprocal Rank Fusion: score(d) = sum over signals of 1 / (k + rank(d)).
+    """Weighted Reciprocal Rank Fusion: score(d) = sum over signals r of
+    w_r / (k + rank_r(d)) (every weight 1 without ``weights``).
 
     Ties break on the best single rank, then on first appearance, so the order is
     deterministic. With ``fingerprint``, only the best-scoring item of each fingerprint is
@@ -65,12 +67,13 @@ def rrf_fuse(
     fused: dict[K, Fused[K]] = {}
     order: dict[K, int] = {}
     for name, ranked in signals.items():
+        w = 1.0 if weights is None else weights[name]
         for rank, key in enumerate(ranked, start=1):
             if key in fused and name in fused[key].ranks:
                 continue  # a signal lists each key once; ignore repeats
             f = fused.setdefault(key, Fused(key))
             order.setdefault(key, len(order))
-            f.score += 1.0 / (k + rank)
+            f.score += w / (k + rank)
             f.ranks[name] = rank
     ranked_all = sorted(
         fused.values(), key=lambda f: (-f.score, min(f.ranks.values()), order[f.key])

@@ -105,8 +105,12 @@ class BlindedBm25Index(TantivyBm25):
 
     def params(self) -> Mapping[str, Any]:
         """Schema, analyzer and hash: a checkpoint built with others is rebuilt."""
-        return {"schema": SCHEMA_VERSION, "terms": "blinded", "analyzer": ANALYZER,
-                "hash": BLIND_HASH}
+        return {
+            "schema": SCHEMA_VERSION,
+            "terms": "blinded",
+            "analyzer": ANALYZER,
+            "hash": BLIND_HASH,
+        }
 
     def _body(self, text: str) -> str:
         return self._terms.text(text)
@@ -197,9 +201,7 @@ class BlindedBm25Index(TantivyBm25):
         linked: set[str] = set()
         try:
             meta_raw = (work / "meta.json").read_bytes()
-            segments = {
-                s["segment_id"].replace("-", "") for s in json.loads(meta_raw)["segments"]
-            }
+            segments = {s["segment_id"].replace("-", "") for s in json.loads(meta_raw)["segments"]}
             for p in work.iterdir():
                 segment = p.name.split(".", 1)[0]
                 if segment in segments:

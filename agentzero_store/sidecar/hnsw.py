@@ -98,8 +98,13 @@ class HnswIndex:
     # ---------------------------------------------------------------- SidecarIndex
     def params(self) -> Mapping[str, Any]:
         """Build parameters bound into the manifest (a change forces a rebuild)."""
-        return {"space": "cosine", "dim": self.dim, "M": self.m,
-                "ef_construction": self.ef_construction, "serialization": SERIALIZATION}
+        return {
+            "space": "cosine",
+            "dim": self.dim,
+            "M": self.m,
+            "ef_construction": self.ef_construction,
+            "serialization": SERIALIZATION,
+        }
 
     def reset(self) -> None:
         """An empty index."""
@@ -120,7 +125,8 @@ class HnswIndex:
         for _, blob in items:
             if len(blob) != width:
                 raise DimensionMismatchError(
-                    f"a stored vector has {len(blob) // 4} dimensions, the index {self.dim}")
+                    f"a stored vector has {len(blob) // 4} dimensions, the index {self.dim}"
+                )
         labels = np.fromiter((k for k, _ in items), dtype=np.uint64, count=len(items))
         matrix = np.frombuffer(b"".join(b for _, b in items), dtype=np.float32)
         self.add_vectors(labels, matrix.reshape(len(items), self.dim))
@@ -129,7 +135,8 @@ class HnswIndex:
         """Add a (n, dim) float32 matrix under ``labels`` (upsert)."""
         if vectors.ndim != 2 or vectors.shape[1] != self.dim:
             raise DimensionMismatchError(
-                f"expected vectors of dimension {self.dim}, got shape {vectors.shape}")
+                f"expected vectors of dimension {self.dim}, got shape {vectors.shape}"
+            )
         new = sum(1 for lab in labels.tolist() if lab not in self._labels)
         needed = self._index.element_count + new
         capacity = self._index.get_max_elements()
@@ -170,11 +177,19 @@ class HnswIndex:
         arrays[_DELETED] = np.fromiter(sorted(self._deleted), dtype=np.uint64)
         specs, offset = [], 0
         for name, arr in arrays.items():
-            specs.append({"name": name, "dtype": str(arr.dtype), "shape": list(arr.shape),
-                          "offset": offset, "nbytes": int(arr.nbytes)})
+            specs.append(
+                {
+                    "name": name,
+                    "dtype": str(arr.dtype),
+                    "shape": list(arr.shape),
+                    "offset": offset,
+                    "nbytes": int(arr.nbytes),
+                }
+            )
             offset += int(arr.nbytes)
-        header = json.dumps({"serialization": SERIALIZATION, "scalars": scalars,
-                             "arrays": specs}, sort_keys=True).encode()
+        header = json.dumps(
+            {"serialization": SERIALIZATION, "scalars": scalars, "arrays": specs}, sort_keys=True
+        ).encode()
         parts = [MAGIC, _HEADER_LEN.pack(len(header)), header]
         parts += [np.ascontiguousarray(a).tobytes() for a in arrays.values()]
         return {"index": b"".join(parts)}
@@ -231,7 +246,8 @@ class HnswIndex:
         q = np.asarray(query, dtype=np.float32)
         if q.ndim != 1 or q.shape[0] != self.dim:
             raise DimensionMismatchError(
-                f"expected a query of dimension {self.dim}, got shape {q.shape}")
+                f"expected a query of dimension {self.dim}, got shape {q.shape}"
+            )
         k = min(k, self.count())  # hnswlib raises when k exceeds the live elements
         if k <= 0:
             return np.zeros(0, np.uint64), np.zeros(0, np.float64)
@@ -287,7 +303,9 @@ def _check_state(s: Mapping[str, Any], a: Mapping[str, npt.NDArray[Any]], dim: i
         cur, cap = int(s["cur_element_count"]), int(s["max_elements"])
         per, links = int(s["size_data_per_element"]), int(s["size_links_per_element"])
         ok = (
-            s["space"] == "cosine" and int(s["dim"]) == dim and int(s["ser_version"]) == 1
+            s["space"] == "cosine"
+            and int(s["dim"]) == dim
+            and int(s["ser_version"]) == 1
             and 0 <= cur <= cap
             and a["data_level0"].size == cap * per
             and a["element_levels"].size == cap

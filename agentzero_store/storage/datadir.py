@@ -110,5 +110,4 @@ def _upgrade_to_ledger(
     return StoreKeys(store_id=keys.store_id, master=keys.master, acks_required=True)
 
 
-
 __all__ = ["ResumeRotation", "install_rotation_resumer", "open_data_dir"]

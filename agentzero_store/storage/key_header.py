@@ -31,7 +31,6 @@ SALT_MIN_BYTES, SALT_MAX_BYTES = 16, 64  # this version writes 16
 _KDF_OF_KIND = {"passphrase": "scrypt", "key": "hkdf-sha256"}
 
 
-
 def b64(b: bytes) -> str:
     """``b`` as base64 text (how keys.json stores bytes)."""
     return base64.b64encode(b).decode("ascii")
@@ -150,7 +149,6 @@ def write_header(layout: Layout, header: Mapping[str, Any], *, io: FileIO = DEFA
     """Durably replace keys.json (0600). Holds only wrapped keys, salts and KDF params."""
     data = json.dumps(header, indent=2, sort_keys=True).encode() + b"\n"
     atomic_write(layout.keys, data, io=io, mode=0o600)
-
 
 
 __all__ = [

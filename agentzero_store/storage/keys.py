@@ -154,9 +154,7 @@ def unwrap_slot(store_id: str, slot: Mapping[str, Any], cred: Credential) -> byt
     return got[0] if got is not None else None
 
 
-def _unwrap(
-    store_id: str, slot: Mapping[str, Any], cred: Credential
-) -> tuple[bytes, bool] | None:
+def _unwrap(store_id: str, slot: Mapping[str, Any], cred: Credential) -> tuple[bytes, bool] | None:
     """(master key, whether the slot binds the ledger), or None if ``cred`` does not fit."""
     if slot.get("kind") != cred.kind:
         return None
@@ -264,7 +262,6 @@ def rewrap(
     slots.append(_new_slot(slot_id, cred, keys.master, keys.store_id, kdf))
     header["slots"] = slots
     write_header(layout, header, io=io)
-
 
 
 __all__ = [

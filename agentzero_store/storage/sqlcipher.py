@@ -20,6 +20,8 @@ import sqlcipher3
 from ..base.errors import CorruptStoreError, StoreIOError
 
 DatabaseError = sqlcipher3.DatabaseError
+
+
 def _translate(path: Path, exc: Exception) -> Exception:
     msg = str(exc)
     if isinstance(exc, sqlcipher3.OperationalError) and (

@@ -1,0 +1,150 @@
+"""The ranking signals of agent recall (mode ``auto``), as pure functions over
+candidates. Each returns a ranked list of labels; ``recall`` fuses them with weighted RRF.
+
+No LLM, no model beyond the embedder: a signal is a cheap fact about a candidate —
+
+- ``seed_scores``: the first-stage fusion of semantic and keyword ranks;
+- ``spread``: spreading activation over temporal edges — a turn next to a strong hit is
+  activated (LoCoMo's answers often sit in the reply to the turn that matches);
+- ``entity``: memories about, or said by, an entity the query names;
+- ``activation``: ACT-R base-level activation B = ln Σ t_j^−d from the access log;
+- ``intent``: the memory type a question asks for ("how do I" → procedural, ...);
+- ``confidence``: the memory's stored confidence.
+
+A signal that cannot tell the candidates apart on a query (every candidate equal, or
+none) returns an empty list and drops out of that query's fusion, so a flat signal never
+dilutes the strong ones (Pensyve's rule).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+ACT_R_DECAY = 0.5  # d in B = ln sum t_j^-d (ACT-R's standard value)
+_MIN_AGE_S = 1.0  # an access this instant still counts as one second old
+
+_INTENTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"\b(how (do|can|should|to)|what steps|which command|procedure)\b", re.I),
+        "procedural",
+    ),
+    (
+        re.compile(
+            r"\b(what happened|when did|when was|where did|who (said|told)|last time)\b", re.I
+        ),
+        "episodic",
+    ),
+    (
+        re.compile(
+            r"\b(prefer|prefers|favou?rite|likes?|allergic|what is|who is|does \w+ "
+            r"(like|have|own|work))\b",
+            re.I,
+        ),
+        "semantic",
+    ),
+)
+_WORDS = re.compile(r"\w+")
+
+
+def seed_scores(lists: Iterable[Sequence[int]], k: int) -> dict[int, float]:
+    """Σ 1/(k + rank) of each label over ``lists`` (the first-stage order)."""
+    out: dict[int, float] = {}
+    for ranked in lists:
+        for rank, label in enumerate(ranked, start=1):
+            out[label] = out.get(label, 0.0) + 1.0 / (k + rank)
+    return out
+
+
+def ordered(scores: Mapping[int, float]) -> list[int]:
+    """Labels by score, best first; ties by label (deterministic)."""
+    return [lab for lab, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))]
+
+
+def spread(
+    seeds: Mapping[int, float],
+    neighbours: Mapping[int, Sequence[tuple[int, int]]],
+    *,
+    top: int,
+    decay: float,
+) -> dict[int, float]:
+    """Activation each neighbour receives from the ``top`` best seeds: the seed's score
+    times ``decay`` per turn of distance beyond the first (a seed does not activate
+    itself: its own rank is already counted)."""
+    act: dict[int, float] = {}
+    for lab in ordered(seeds)[:top]:
+        for other, distance in neighbours.get(lab, ()):
+            act[other] = act.get(other, 0.0) + seeds[lab] * decay ** (distance - 1)
+    return act
+
+
+def query_ngrams(query: str, longest: int = 3) -> list[str]:
+    """Every run of 1..``longest`` words of the query, case-folded (entity candidates)."""
+    words = [w.casefold() for w in _WORDS.findall(query)]
+    return list(
+        dict.fromkeys(
+            " ".join(words[i : i + n])
+            for n in range(1, longest + 1)
+            for i in range(len(words) - n + 1)
+        )
+    )
+
+
+def subset_in_order(order: Sequence[int], members: set[int]) -> list[int]:
+    """``order`` restricted to ``members``; empty if that tells nothing apart (all or
+    none of the candidates)."""
+    picked = [lab for lab in order if lab in members]
+    return [] if len(picked) in (0, len(order)) else picked
+
+
+def activation(
+    accesses: Mapping[int, Sequence[int]], now_us: int, candidates: Sequence[int]
+) -> list[int]:
+    """Candidates with an access history, by ACT-R base-level activation
+    B = ln Σ t_j^−d (t_j: seconds since each access), best first."""
+    scored = {}
+    for lab in candidates:
+        times = accesses.get(lab)
+        if times:
+            total = sum(max(_MIN_AGE_S, (now_us - t) / 1e6) ** -ACT_R_DECAY for t in times)
+            scored[lab] = math.log(total)
+    if len(set(scored.values())) <= 1 and len(scored) == len(candidates):
+        return []  # flat
+    return ordered(scored)
+
+
+def intent(query: str) -> str | None:
+    """The memory type the question asks for, by rules (None: no clear intent)."""
+    for pattern, type_ in _INTENTS:
+        if pattern.search(query):
+            return type_
+    return None
+
+
+def by_value(values: Mapping[int, float], order: Sequence[int]) -> list[int]:
+    """Candidates by a stored value, highest first (ties keep ``order``); empty if every
+    candidate has the same value."""
+    if len({values.get(lab) for lab in order}) <= 1:
+        return []
+    pos = {lab: i for i, lab in enumerate(order)}
+    return sorted(order, key=lambda lab: (-values.get(lab, 0.0), pos[lab]))
+
+
+def final_k(base_k: int, candidates: int) -> int:
+    """The final RRF k, scaled with the candidate pool (``base_k`` at 200 candidates):
+    a small pool keeps the top ranks apart, a large one smooths them."""
+    return max(1, min(60, round(base_k * candidates / 200)))
+
+
+__all__ = [
+    "activation",
+    "by_value",
+    "final_k",
+    "intent",
+    "ordered",
+    "query_ngrams",
+    "seed_scores",
+    "spread",
+    "subset_in_order",
+]
