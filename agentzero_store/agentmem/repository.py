@@ -238,6 +238,14 @@ class SqliteRepository:
         """The memory store's write transaction (a ``WriteTx`` context manager)."""
         return self._store.transaction()
 
+    def _each(self, sql: str, values: Sequence[Any], after: Sequence[Any] = ()) -> list[Any]:
+        """The rows of ``sql`` (its ``{in}`` a placeholder list) over ``values`` in
+        batches below SQLite's bound-variable limit; ``after``: parameters that follow."""
+        rows: list[Any] = []
+        for part in _batches(list(values)):
+            rows.extend(self._q(sql.format(**{"in": placeholders(len(part))}), (*part, *after)))
+        return rows
+
     def _q(self, sql: str, params: Sequence[Any] = (), tx: WriteTx | None = None) -> list[Any]:
         # Inside a write transaction, reads go through it: they see its writes, and no
         # other writer can change what they saw before it commits.
@@ -460,16 +468,9 @@ class SqliteRepository:
 
     def fingerprints(self, labels: Sequence[int]) -> dict[int, str]:
         """Text fingerprint of each label (to keep one of near-identical hits)."""
-        out: dict[int, str] = {}
-        for part in _batches(list(labels)):
-            out.update(
-                self._q(
-                    "SELECT label, fingerprint FROM am_memory WHERE label IN"
-                    f" ({placeholders(len(part))})",
-                    list(part),
-                )
-            )
-        return out
+        return dict(
+            self._each("SELECT label, fingerprint FROM am_memory WHERE label IN ({in})", labels)
+        )
 
     # ------------------------------------------------------------------ decay, access
     def log_access(self, tx: WriteTx, accesses: Sequence[tuple[str, int]]) -> None:
@@ -975,19 +976,6 @@ class SqliteRepository:
             (mid,),
         )
 
-    def archive_digests(self, ids: Sequence[str]) -> dict[str, str]:
-        """Digest of each archived id's text, as ``memory.db`` recorded it."""
-        out: dict[str, str] = {}
-        for part in _batches(list(ids)):
-            out.update(
-                self._q(
-                    "SELECT id, archive_digest FROM am_memory WHERE archived_at_us IS NOT NULL"
-                    f" AND id IN ({placeholders(len(part))})",
-                    list(part),
-                )
-            )
-        return out
-
     def all_archived(self) -> dict[str, str]:
         """Every archived id of the data dir (all scopes: the archive file is shared)."""
         return dict(
@@ -1115,17 +1103,10 @@ class SqliteRepository:
 
     def known_entities(self, keys: Sequence[str]) -> set[str]:
         """Which of ``keys`` are entities some memory of this scope is about."""
-        out: set[str] = set()
-        for part in _batches(list(keys)):
-            out.update(
-                str(r[0])
-                for r in self._q(
-                    "SELECT DISTINCT key FROM am_about WHERE org_id = ? AND agent_id = ?"
-                    f" AND key IN ({placeholders(len(part))})",
-                    (*self._scope, *part),
-                )
-            )
-        return out
+        sql = (
+            "SELECT DISTINCT key FROM am_about WHERE key IN ({in}) AND org_id = ? AND agent_id = ?"
+        )
+        return {str(r[0]) for r in self._each(sql, keys, self._scope)}
 
     def labels_about(self, labels: Sequence[int], keys: Sequence[str]) -> set[int]:
         """Which of ``labels`` are about any of the entity ``keys``."""
@@ -1146,26 +1127,18 @@ class SqliteRepository:
 
     def kinds(self, labels: Sequence[int]) -> dict[int, tuple[str, float]]:
         """(type, confidence) of each label."""
-        out: dict[int, tuple[str, float]] = {}
-        for part in _batches(list(labels)):
-            for r in self._q(
-                "SELECT label, type, confidence FROM am_memory WHERE label IN"
-                f" ({placeholders(len(part))})",
-                list(part),
-            ):
-                out[int(r[0])] = (str(r[1]), float(r[2]))
-        return out
+        sql = "SELECT label, type, confidence FROM am_memory WHERE label IN ({in})"
+        return {int(r[0]): (str(r[1]), float(r[2])) for r in self._each(sql, labels)}
 
     def access_times(self, labels: Sequence[int]) -> dict[int, list[int]]:
         """The logged access times (µs) of each label that has any."""
         out: dict[int, list[int]] = {}
-        for part in _batches(list(labels)):
-            for label, at in self._q(
-                "SELECT a.label, x.at_us FROM am_memory a JOIN am_access x ON x.memory_id"
-                f" = a.id WHERE a.label IN ({placeholders(len(part))}) AND a.access_count > 0",
-                list(part),
-            ):
-                out.setdefault(int(label), []).append(int(at))
+        sql = (
+            "SELECT a.label, x.at_us FROM am_memory a JOIN am_access x ON x.memory_id = a.id"
+            " WHERE a.label IN ({in}) AND a.access_count > 0"
+        )
+        for label, at in self._each(sql, labels):
+            out.setdefault(int(label), []).append(int(at))
         return out
 
 
