@@ -128,7 +128,7 @@ def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
         meta = new_memory(mem.config, "semantic", first[2], confidence=confidence, about=about)
         with repo.transaction() as tx:
             written = tx.insert(prepared)
-            repo.insert(tx, written, [meta])
+            repo.insert(tx, prepared, written, [meta])
             new_id = prepared.ids[0]
             repo.set_promoted(tx, group, new_id)
             repo.add_edges(tx, [(new_id, i, "semantic", 1.0) for i in group], now_us)

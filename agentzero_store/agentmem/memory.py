@@ -252,7 +252,7 @@ class AgentMemory:
         prepared = self.store.prepare(entries, vectors)
         with self.repo.transaction() as tx:
             written = tx.insert(prepared)
-            self.repo.insert(tx, written, metas)
+            self.repo.insert(tx, prepared, written, metas)
         return prepared.ids
 
     def remember(
@@ -296,7 +296,7 @@ class AgentMemory:
             if (dup := self.repo.find_duplicate(fingerprint, type, tx)) is not None:
                 return WriteResult(dup, "duplicate")
             written = tx.insert(prepared)
-            self.repo.insert(tx, written, [meta])
+            self.repo.insert(tx, prepared, written, [meta])
             if type == "semantic":
                 self.repo.append_history(
                     tx, self.now_us(), [("remember", prepared.ids[0], {"confidence": confidence})]
@@ -369,7 +369,7 @@ class AgentMemory:
                 return same
             closed = [f.id for f in current] if single_valued else []
             written = tx.insert(prepared)
-            self.repo.insert(tx, written, [meta])
+            self.repo.insert(tx, prepared, written, [meta])
             self.repo.insert_fact(tx, fid, parts, keys, confidence, single_valued, to_us(start))
             history: list[tuple[str, str, dict[str, Any]]] = [
                 (
@@ -466,7 +466,7 @@ class AgentMemory:
             else:  # new, or forgotten since the first look (rare: embedded under the lock)
                 prepared = prepared or prepare()
                 written = tx.insert(prepared)
-                self.repo.insert(tx, written, [self._new("procedural", text)])
+                self.repo.insert(tx, prepared, written, [self._new("procedural", text)])
                 self.repo.insert_procedure(
                     tx, prepared.ids[0], action, context, keys, success, now_us
                 )

@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.errors import SchemaVersionError
 from ..memory.fts_scope import match_expression
-from ..memory.records import Scope, from_us
+from ..memory.records import Scope, from_us, to_us
 from ..memory.rows import placeholders
 from .records import Fact, HistoryEntry, Memory, Procedure
 
 if TYPE_CHECKING:
     from ..memory.store import SqliteMemoryStore
     from ..memory.tx import WriteTx
+    from ..memory.write import Prepared
 
 SCHEMA_KEY = "agentmem_schema"
 SCHEMA_VERSION = 1
@@ -255,20 +256,25 @@ class SqliteRepository:
 
     # ------------------------------------------------------------------ inserts
     def insert(
-        self, tx: WriteTx, written: Sequence[tuple[str, int]], metas: Sequence[NewMemory]
+        self,
+        tx: WriteTx,
+        prepared: Prepared,
+        written: Sequence[tuple[str, int]],
+        metas: Sequence[NewMemory],
     ) -> None:
-        """The layer's rows of memory rows just inserted through ``tx`` (same order)."""
+        """The layer's rows of memory rows just inserted through ``tx``: ``metas`` are in
+        the order of ``prepared``'s entries, ``written`` the (id, label) of those written
+        (an identical re-send is not). Everything comes from the prepared entries: no
+        memory row is read back."""
         if not written:
             return
-        base = {
-            r[0]: r[1:]
-            for part in _batches([i for i, _ in written])
-            for r in tx.query(
-                "SELECT id, conversation_id, created_at_us, fingerprint FROM memory "
-                f"WHERE id IN ({placeholders(len(part))})",
-                list(part),
-            )
-        }
+        at = {mid: i for i, mid in enumerate(prepared.ids)}
+        base: dict[str, tuple[str, int, str]] = {}
+        for mid, _ in written:
+            e = prepared.entries[at[mid]]
+            created = to_us(e.created_at) if e.created_at else prepared.now_us
+            base[mid] = (e.conversation_id, created, e.fingerprint())
+        metas = [metas[at[mid]] for mid, _ in written]
         tx.executemany(
             "INSERT INTO am_memory (id, label, org_id, agent_id, conversation_id, type, speaker,"
             " created_at_us, fingerprint, confidence, importance, salience, stability,"
