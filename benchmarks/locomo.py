@@ -281,10 +281,17 @@ def recall_mode(mode: str) -> RankFn:
     return rank
 
 
+def store_hybrid(mem: AgentMemory, question: str, qvec: Vector) -> list[str]:
+    """The memory store's own ``hybrid_recall`` (below the agent layer), same scope."""
+    hits = mem.store.hybrid_recall(question, qvec, K, org_id=mem.org_id, agent_id=mem.agent_id)
+    return [h.id for h in hits]
+
+
 RANKERS: dict[str, Ranker] = {
     m: Ranker(m, recall_mode(m), REFERENCE.get(m))
     for m in ("keyword", "semantic", "hybrid", "auto")
 }
+RANKERS["store-hybrid"] = Ranker("store-hybrid", store_hybrid, REFERENCE.get("hybrid"))
 
 
 # ----------------------------------------------------------------------------- run

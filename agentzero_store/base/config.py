@@ -44,7 +44,7 @@ class StoreConfig:
     hnsw_ef_construction: int = 200  # HNSW build-time beam width
     hnsw_ef_search_min: int = 16  # query beam width is max(4*k, this)
     hnsw_initial_capacity: int = 1_024  # elements; the index doubles as needed
-    rrf_k: int = 60  # Reciprocal Rank Fusion constant
+    rrf_k: int = 60  # Reciprocal Rank Fusion constant of document queries
     hybrid_candidates_factor: int = 4  # each signal contributes limit * this candidates
     embed_batch_size: int = 64  # texts per embedder call
     # Document BM25 index: "blinded" (Tantivy on disk, every term a keyed hash: leaks
@@ -66,7 +66,8 @@ class StoreConfig:
     # below (tuned on the LoCoMo dev half only; see BENCHMARKS.md). A signal that does not
     # tell the candidates apart on a query (all equal) is left out of that query.
     recall_pool: int = 100  # candidates each of semantic and keyword search propose
-    recall_seed_k: int = 5  # RRF k of the first-stage (semantic + keyword) order
+    recall_seed_k: int = 5  # RRF k of semantic + keyword (memory hybrid recall, and the
+    # first stage of auto)
     recall_rrf_k: int = 10  # final RRF k at 200 candidates; scaled with the pool size
     spread_seeds: int = 20  # the best first-stage hits that spread activation
     spread_window: int = 2  # turns before and after a seed that it activates

@@ -103,6 +103,7 @@ def hybrid(
     candidates: int,
     limit: int,
     rrf_k: int,
+    weights: dict[str, float] | None = None,
 ) -> list[MemoryHit]:
     """Semantic and keyword candidates fused with RRF, deduplicated on fingerprint.
 
@@ -127,6 +128,7 @@ def hybrid(
         k=rrf_k,
         limit=limit,
         fingerprint=fps.__getitem__,
+        weights=weights,
     )
     rows = _rows(db, [f.key for f in fused], scope, now_us)
     return [
