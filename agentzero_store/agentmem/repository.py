@@ -415,12 +415,29 @@ class SqliteRepository:
     def keyword(self, query_text: str, k: int, f: Filter) -> list[int]:
         """Labels of the ``k`` best BM25 matches that pass ``f``, best first.
 
-        FTS5 scores the scope's rows only (scope tokens in the MATCH); the filter is
-        applied in the same query, so the ``LIMIT`` counts only rows that qualify.
+        FTS5 scores the scope's rows only (scope tokens in the MATCH). The best ``2k``
+        matches are checked against ``f`` by label (``eligible``) first: if ``k`` of them
+        pass, or there are no more matches, those are the answer, and the matches below
+        them are never joined to their rows (a common word matches thousands: 170 ms at
+        100k memories, against ~25 ms). Otherwise one query applies the filter to every
+        match, so the ``LIMIT`` counts only rows that qualify.
         """
         match = match_expression(query_text, Scope(*self._scope))
         if match is None:
             return []
+        page = 2 * k
+        ranked = [
+            int(r[0])
+            for r in self._q(
+                "SELECT rowid, bm25(memory_fts, 1.0, 0.0) AS r FROM memory_fts"
+                " WHERE memory_fts MATCH ? ORDER BY r, rowid LIMIT ?",
+                (match, page),
+            )
+        ]
+        ok = self.eligible(ranked, f)
+        kept = [label for label in ranked if label in ok]
+        if len(kept) >= k or len(ranked) < page:
+            return kept[:k]
         where, params = self._filter_sql(f)
         rows = self._q(
             "SELECT f.rowid, bm25(memory_fts, 1.0, 0.0) AS r FROM memory_fts f"
