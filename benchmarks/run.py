@@ -6,7 +6,8 @@
     .venv/bin/python benchmarks/run.py --setup-peers   # Chroma, LanceDB in benchmarks/.peers-venv
 
 Groups (``--only``): memory (append, rebuild, open, recall), rss, chroma, lancedb, bm25,
-blinded, scifact, ledger (what the acknowledgement ledger adds to single writes).
+blinded, scifact, ledger (what the acknowledgement ledger adds to single writes), agentmem
+(AgentMemory beside the memory store: add_turn(s), consolidate, recall).
 Prints a markdown table (figure, ours, anchor, ratio, goal, pass) and writes JSON
 (default ``bench-out/results.json``). Speed figures are ratios against an anchor measured
 in the same run, ours and anchor interleaved, median over trials: absolute numbers on a
@@ -35,7 +36,8 @@ sys.path[:0] = [str(HERE), str(REPO)]
 
 from _harness import Figure, Skipped, table  # noqa: E402
 
-GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger")
+GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger",
+          "agentmem")
 NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
 
@@ -126,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
 
             progress("ledger: single append and ingest with the acknowledgement ledger on/off")
             figures += _ledger.run(Path(tmp), quick=args.quick)
+        if "agentmem" in args.groups:
+            import _agentmem
+
+            progress("agentmem: add_turn(s), consolidate and recall beside the memory store")
+            figures += _agentmem.run(Path(tmp), quick=args.quick, n=args.n, progress=progress)
         if "scifact" in args.groups:
             import _rag
 
