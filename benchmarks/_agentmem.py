@@ -253,7 +253,7 @@ def make_corpus(n: int, seed: int = 11) -> Corpus:
         texts.append(_fill(pool[int(rng.integers(len(pool)))], rng))
         roles.append("user" if user else "assistant")
         speakers.append("user" if user else None)
-    # Recurring statements: ~1.8% of the turns say one of n/250 habits again, 2-6 times
+    # Recurring statements: ~1.2% of the turns say one of n/250 habits again, 2-6 times
     # each (twice is below promote_min_duplicates: those stay episodes).
     recurring = 0
     vectors = clustered(n, seed=seed)
@@ -284,7 +284,7 @@ def make_corpus(n: int, seed: int = 11) -> Corpus:
             twin = (min(batches - 1, b + 1), _variant(note, rng), None, about, vec)
             corpus.notes.append(twin)
     corpus.notes.sort(key=lambda x: x[0])
-    # Forgotten memories (n/1000), forgotten the day they were said: past their undo
+    # Forgotten memories (n/1000), forgotten at the end of their session: past their undo
     # window at the end, unless said in the last week.
     corpus.forgets = sorted(int(x) for x in rng.choice(n, size=max(2, n // 1_000), replace=False))
     corpus.now = times_[-1] + timedelta(days=1)
