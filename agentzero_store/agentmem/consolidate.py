@@ -24,6 +24,7 @@ from . import dedup, fsrs
 from .records import ConsolidationReport
 
 if TYPE_CHECKING:
+    from ..memory.tx import WriteTx
     from .memory import AgentMemory
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
@@ -133,7 +134,12 @@ def _promote(mem: AgentMemory, now_us: int, dry_run: bool) -> tuple[int, int]:
 
 def _merge(mem: AgentMemory, now_us: int, dry_run: bool) -> int:
     """Near-duplicate semantic notes (not facts: they supersede instead) are merged into
-    the oldest: it gets their access counts and an edge, they are archived after."""
+    the oldest: it gets their access counts and an edge, and they are archived.
+
+    Each twin is folded into its keeper in the same memory.db transaction that marks it
+    archived: a crash leaves a twin either folded and archived or neither, so a re-run
+    (which sees only unarchived twins) never folds one twice.
+    """
     repo, cfg = mem.repo, mem.config
     notes = repo.texts_of_type("semantic")
     groups = dedup.near_duplicate_groups(
@@ -142,12 +148,17 @@ def _merge(mem: AgentMemory, now_us: int, dry_run: bool) -> int:
     twins = [i for g in groups for i in g[1:]]
     if dry_run or not twins:
         return len(twins)
-    for g in groups:
-        with repo.transaction() as tx:  # the keeper first: then its twins may go
-            repo.add_access_counts(tx, g[0], g[1:])
-            repo.add_edges(tx, [(g[0], i, "semantic", 1.0) for i in g[1:]], now_us)
-            repo.append_history(tx, now_us, [("merge", g[0], {"twins": list(g[1:])})])
-    return mem._life.archive(twins)
+
+    def fold(tx: WriteTx, archived: list[str]) -> None:
+        now_archived = set(archived)
+        for g in groups:  # in group order, twins in group order (one archive batch: all)
+            done = [i for i in g[1:] if i in now_archived]
+            if done:
+                repo.add_access_counts(tx, g[0], done)
+                repo.add_edges(tx, [(g[0], i, "semantic", 1.0) for i in done], now_us)
+                repo.append_history(tx, now_us, [("merge", g[0], {"twins": done})])
+
+    return mem._life.archive(twins, fold)
 
 
 def _decay(mem: AgentMemory, now_us: int, dry_run: bool) -> tuple[int, list[str]]:
