@@ -25,6 +25,7 @@ from .parts import new_memory
 from .records import ConsolidationReport
 
 if TYPE_CHECKING:
+    from ..memory.tx import WriteTx
     from .lifecycle import Lifecycle
     from .parts import Parts
 
@@ -139,7 +140,12 @@ def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
 
 def _merge(mem: Parts, life: Lifecycle, now_us: int, dry_run: bool) -> int:
     """Near-duplicate semantic notes (not facts: they supersede instead) are merged into
-    the oldest: it gets their access counts and an edge, they are archived after."""
+    the oldest: it gets their access counts and an edge, and they are archived.
+
+    Each twin is folded into its keeper in the same memory.db transaction that marks it
+    archived: a crash leaves a twin either folded and archived or neither, so a re-run
+    (which sees only unarchived twins) never folds one twice.
+    """
     repo, cfg = mem.repo, mem.config
     notes = repo.texts_of_type("semantic")
     groups = dedup.near_duplicate_groups(
@@ -148,12 +154,17 @@ def _merge(mem: Parts, life: Lifecycle, now_us: int, dry_run: bool) -> int:
     twins = [i for g in groups for i in g[1:]]
     if dry_run or not twins:
         return len(twins)
-    for g in groups:
-        with repo.transaction() as tx:  # the keeper first: then its twins may go
-            repo.add_access_counts(tx, g[0], g[1:])
-            repo.add_edges(tx, [(g[0], i, "semantic", 1.0) for i in g[1:]], now_us)
-            repo.append_history(tx, now_us, [("merge", g[0], {"twins": list(g[1:])})])
-    return life.archive(twins)
+
+    def fold(tx: WriteTx, archived: list[str]) -> None:
+        now_archived = set(archived)
+        for g in groups:  # in group order, twins in group order (one archive batch: all)
+            done = [i for i in g[1:] if i in now_archived]
+            if done:
+                repo.add_access_counts(tx, g[0], done)
+                repo.add_edges(tx, [(g[0], i, "semantic", 1.0) for i in done], now_us)
+                repo.append_history(tx, now_us, [("merge", g[0], {"twins": done})])
+
+    return life.archive(twins, fold)
 
 
 def _decay(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, list[str]]:

@@ -10,7 +10,7 @@ import dataclasses
 import json
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from .records import EraseReport, ForgetReceipt, Memory
 from .repository import Row
 
 if TYPE_CHECKING:
+    from ..memory.tx import WriteTx
     from .parts import Parts
 
 log = logging.getLogger(__name__)
@@ -78,12 +79,16 @@ class Lifecycle:
             out.append(m)
         return out
 
-    def archive(self, ids: Sequence[str]) -> int:
+    def archive(
+        self, ids: Sequence[str], also: Callable[[WriteTx, list[str]], None] | None = None
+    ) -> int:
         """Move these memories' text to the archive; returns how many moved.
 
         The text is committed in the archive first, then memory.db drops it from the row
         (a crash between leaves a spare copy, removed by consolidation): never a memory
-        without its text.
+        without its text. ``also(tx, archived_ids)`` runs inside each memory.db
+        transaction that marks ids archived, with exactly those ids: what must happen
+        once per archived memory commits with it (consolidation's merge).
         """
         mem = self._mem
         done = 0
@@ -97,6 +102,8 @@ class Lifecycle:
                 mem.repo.mark_archived(
                     tx, [(i, label, text_digest(c, m)) for i, label, c, m in rows], now_us
                 )
+                if also is not None:
+                    also(tx, [i for i, _, _, _ in rows])
             done += len(rows)
         return done
 
