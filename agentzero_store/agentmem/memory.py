@@ -602,6 +602,36 @@ class AgentMemory:
         self.flush()
         return fsrs.importance_score(days, m.access_count, m.salience, m.importance)
 
+    def prune(self, max_tokens: int, *, dry_run: bool = False) -> list[str]:
+        """Archive the least important memories until the live ones fit in
+        ``max_tokens`` (TnsAI's prune, but soft: ``restore`` brings any back). Tokens are
+        estimated as 4/3 per word (the embedder's tokenizer is not consulted); importance
+        is ``importance()``'s score, recency counted from the last access. Returns the
+        ids archived (with ``dry_run``, that would be), least important first."""
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
+            raise InvalidArgumentError(
+                f"max_tokens must be a whole number >= 0, got {max_tokens!r}"
+            )
+        self.flush()
+        now_us = self.now_us()
+        scored = []
+        total = 0
+        for mid, text, created, last, count, sal, imp in self.repo.live_texts():
+            tokens = -(-len(text.split()) * 4 // 3)
+            total += tokens
+            days = max(0.0, (now_us - (last or created)) / DAY_US)
+            scored.append((fsrs.importance_score(days, count, sal, imp), created, mid, tokens))
+        scored.sort()
+        drop: list[str] = []
+        for _, _, mid, tokens in scored:
+            if total <= max_tokens:
+                break
+            drop.append(mid)
+            total -= tokens
+        if drop and not dry_run:
+            self._life.archive(drop)
+        return drop
+
     # ------------------------------------------------------------------ graph
     def link(
         self,

@@ -534,6 +534,20 @@ class SqliteRepository:
             )
         ]
 
+    def live_texts(self) -> list[tuple[str, str, int, int | None, int, float, float]]:
+        """(id, content, created_at_us, last_access_us, access_count, salience,
+        importance) of every live, unarchived memory of the scope, by id."""
+        return [
+            tuple(r)
+            for r in self._q(
+                "SELECT a.id, m.content, a.created_at_us, a.last_access_us, a.access_count,"
+                " a.salience, a.importance FROM am_memory a JOIN memory m ON m.label = a.label"
+                " WHERE a.org_id = ? AND a.agent_id = ? AND a.archived_at_us IS NULL"
+                " ORDER BY a.id",
+                self._scope,
+            )
+        ]
+
     def set_retrievability(self, tx: WriteTx, values: Sequence[tuple[float, str]]) -> None:
         """Store each (R, id) snapshot."""
         tx.executemany("UPDATE am_memory SET retrievability = ? WHERE id = ?", values)

@@ -420,3 +420,18 @@ def test_a_missing_archive_is_reported_even_if_only_forgotten_memories_need_it(
     with pytest.raises(CorruptStoreError) as err:
         open_memory(data_dir, clock)
     assert mid in err.value.message
+
+
+def test_prune_archives_the_least_important_until_the_rest_fits(
+    mem: AgentMemory, clock: Clock
+) -> None:
+    old = mem.remember("an old unimportant note about nothing much", importance=0.0).id
+    clock.advance(days=200)
+    vip = mem.remember("the launch code rule: never share it", importance=1.0).id
+    fresh = mem.remember("a fresh note from today", importance=0.5).id
+    would = mem.prune(max_tokens=20, dry_run=True)
+    assert would == [old] and mem.get(old).archived is False  # type: ignore[union-attr]
+    assert mem.prune(max_tokens=20) == [old]
+    assert mem.get(old).archived and not mem.get(vip).archived  # type: ignore[union-attr]
+    assert mem.prune(max_tokens=0) == [fresh, vip]
+    assert mem.prune(max_tokens=0) == []
