@@ -697,7 +697,7 @@ def recall(f: Filled, sizes: AgentMemSizes) -> list[Any]:
 def run(
     tmp: Path, *, quick: bool, progress: Callable[[str], None], n: int | None = None
 ) -> list[Any]:
-    """Every figure of the group (about 40 s with --quick, several minutes in full);
+    """Every figure of the group (10-25 s with --quick, ~4 min in full at 100k);
     ``n`` overrides the corpus size."""
     sizes = QUICK if quick else FULL
     if n:
