@@ -197,6 +197,7 @@ class Filter:
     about: tuple[str, ...] | None = None  # entity keys: any of them
     as_of_us: int | None = None
     include_archived: bool = False
+    any_validity: bool = False  # facts whatever their validity (``get`` of a closed fact)
 
 
 @dataclass(frozen=True)
@@ -376,7 +377,7 @@ class SqliteRepository:
         )
         if not rows:
             return None
-        f = Filter(now_us=now_us, include_archived=True, as_of_us=2**62)  # any validity
+        f = Filter(now_us=now_us, include_archived=True, any_validity=True)
         return self.rows([rows[0][0]], f).get(rows[0][0])
 
     def _about(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
@@ -427,10 +428,10 @@ class SqliteRepository:
                 f" AND key IN ({placeholders(len(f.about))}))"
             )
             params.extend((*self._scope, *f.about))
-        if f.as_of_us is None:
+        if f.as_of_us is None and not f.any_validity:
             # The current view: a superseded or retracted fact is history, not knowledge.
             clauses.append("a.id NOT IN (SELECT id FROM am_fact WHERE valid_to_us IS NOT NULL)")
-        else:
+        elif f.as_of_us is not None:
             clauses.append("a.created_at_us <= ?")
             clauses.append(
                 "a.id NOT IN (SELECT id FROM am_fact WHERE valid_from_us > ?"

@@ -74,6 +74,8 @@ def test_a_new_object_supersedes_a_single_valued_fact(mem: AgentMemory, clock: C
     assert then.object == "Porto"
     old = [f for f in mem.facts(subject="Ana", history=True) if f.id == porto.id][0]
     assert old.valid_to == clock.now and old.superseded_by == lisbon.id
+    closed = mem.get(porto.id)  # a closed fact is history, still there to read and forget
+    assert closed is not None and closed.content == "Ana lives in Porto"
     assert any(e.type == "supersedes" and e.dst == porto.id for e in mem.edges(lisbon.id))
     # recall sees current knowledge only; as_of sees the past
     assert contents(mem.recall("Ana lives", mode="keyword")) == ["Ana lives in Lisbon"]
