@@ -112,7 +112,7 @@ def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
             linked += len(fresh)
             continue
         first = by_id[group[0]]
-        about = sorted({a for i in group for a in repo.about_of([i]).get(i, ())})
+        about = sorted({a for names in repo.about_of(group).values() for a in names})
         vec = repo.vector_of(first[1])
         entry = MemoryEntry(
             first[2],
@@ -174,12 +174,12 @@ def _decay(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, list[str]]:
     if not rows:
         return 0, []
     cfg = mem.config
-    stability = np.array([r[3] for r in rows], dtype=np.float64)
-    salience = np.clip(np.array([r[4] for r in rows], dtype=np.float64), 0.0, 1.0)
-    elapsed = np.maximum(0.0, (now_us - np.array([r[5] for r in rows], dtype=np.float64)) / DAY_US)
-    s_eff = stability * (1.0 + cfg.salience_beta * salience)
-    r_now = 1.0 / (1.0 + elapsed / (9.0 * s_eff))  # fsrs.retrievability, vectorised
-    assert abs(r_now[0] - fsrs.retrievability(elapsed[0], s_eff[0])) < 1e-9
+    r_now = fsrs.retrievability_many(
+        (now_us - np.array([r[5] for r in rows], dtype=np.float64)) / DAY_US,
+        np.array([r[3] for r in rows], dtype=np.float64),
+        np.array([r[4] for r in rows], dtype=np.float64),
+        cfg.salience_beta,
+    )
     changed = [
         (float(r), row[0])
         for r, row in zip(r_now, rows, strict=True)

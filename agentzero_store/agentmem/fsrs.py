@@ -16,6 +16,9 @@ import math
 import string
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from ..base.errors import InvalidArgumentError
 
 MAX_STABILITY_DAYS = 36_500.0
@@ -108,6 +111,22 @@ def retrievability(elapsed_days: float, stability_days: float) -> float:
     s = _positive_stability(stability_days)
     t = max(t, 0.0)
     return 1.0 / (1.0 + t / (_FACTOR * s))
+
+
+def retrievability_many(
+    elapsed_days: npt.NDArray[np.float64],
+    stability: npt.NDArray[np.float64],
+    salience: npt.NDArray[np.float64],
+    beta: float,
+) -> npt.NDArray[np.float64]:
+    """``retrievability(elapsed, effective_stability(S, salience, beta))`` of many
+    memories at once (consolidation decays every memory of a scope in one pass); the
+    stored values were checked when written, so nothing is validated here."""
+    s_eff = stability * (1.0 + beta * np.clip(salience, 0.0, 1.0))
+    result: npt.NDArray[np.float64] = 1.0 / (
+        1.0 + np.maximum(elapsed_days, 0.0) / (_FACTOR * s_eff)
+    )
+    return result
 
 
 def effective_stability(stability: float, salience: float, beta: float) -> float:

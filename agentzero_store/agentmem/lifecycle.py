@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..base.config import Layout
 from ..base.errors import CorruptStoreError, NotFoundError
 from ..memory.records import MemoryEntry, from_us, to_us
 from ..memory.schema import purge_keyword_index
@@ -254,7 +255,7 @@ class Lifecycle:
         mem = self._mem
         mem.archive.delete(ids)
         purge_keyword_index(mem.store.database)
-        if mem.store.hnsw_index is not None or mem.store.data_dir.joinpath("memory.hnsw").is_dir():
+        if mem.store.hnsw_index is not None or Layout(mem.store.data_dir).memory_hnsw.is_dir():
             mem.store.rebuild_index("hnsw")  # rewrites the checkpoint without the vectors
 
     def truncate_wal(self) -> bool:

@@ -16,11 +16,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from ..base.config import StoreConfig
+from ..base.config import Layout, StoreConfig
 from ..base.errors import InvalidArgumentError, NotFoundError
 from ..base.limits import MAX_TTL_SECONDS, check_text
 from ..embed.vectors import Embedder
-from ..memory.records import MemoryEntry, to_us
+from ..memory.records import MemoryEntry, from_us, to_us
 from ..memory.store import SqliteMemoryStore
 from ..memory.write import Prepared
 from . import fsrs
@@ -78,7 +78,7 @@ class AgentMemory:
         self._clock: Clock = store._clock
         self.repo = SqliteRepository(store, org_id, agent_id)
         self.archive_file = Archive(
-            store.data_dir / "memory.archive.db",
+            Layout(store.data_dir).memory_archive,
             store.keys.archive_key,
             store.store_id,
             self.config.busy_timeout_ms,
@@ -559,8 +559,6 @@ class AgentMemory:
     def accesses(self, memory_id: str) -> list[datetime]:
         """When recalls returned this memory (the logged ones), oldest first."""
         self.flush()
-        from ..memory.records import from_us
-
         return [from_us(t) for t in self.repo.accesses(self._require(memory_id).id)]
 
     # ------------------------------------------------------------------ decay
@@ -670,8 +668,6 @@ class AgentMemory:
         half_life = float(getattr(self.config, f"half_life_{t}_days"))
         age = max(0.0, (to_us(at) - created_us) / DAY_US)
         decayed = c * 0.5 ** (age / half_life) if half_life > 0 else c
-        from ..memory.records import from_us
-
         return Edge(s, d, t, decayed, from_us(created_us))  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ lifecycle ops

@@ -10,7 +10,6 @@ qualifying rows decides instead, so a narrow filter never starves the result.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -170,11 +169,6 @@ class Recaller:
             return []
         matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(labels), -1)
         return [labels[i] for i, _ in exact_top_k(matrix, qv, pool)]
-
-
-def replace_content(hit: RecallHit, content: str) -> RecallHit:
-    """A copy of ``hit`` with other text (used when hydrating archived memories)."""
-    return dataclasses.replace(hit, memory=dataclasses.replace(hit.memory, content=content))
 
 
 __all__ = ["MODES", "Recaller"]

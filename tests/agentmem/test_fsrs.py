@@ -288,3 +288,17 @@ def test_importance_score_in_unit_interval(
 def test_importance_score_refuses_negative_counts(count: int) -> None:
     with pytest.raises(InvalidArgumentError):
         importance_score(0.0, count, 0.5, 0.5)
+
+
+def test_retrievability_many_is_the_scalar_definition_per_memory() -> None:
+    import numpy as np
+
+    from agentzero_store.agentmem.fsrs import effective_stability, retrievability_many
+
+    elapsed = np.array([-1.0, 0.0, 3.0, 27.0, 900.0])
+    stability = np.array([3.0, 30.0, 3.0, 3.0, 14.0])
+    salience = np.array([0.5, 1.2, 0.0, 0.44, -0.1])
+    many = retrievability_many(elapsed, stability, salience, 1.0)
+    for i in range(5):
+        one = retrievability(elapsed[i], effective_stability(stability[i], salience[i], 1.0))
+        assert many[i] == pytest.approx(one, rel=1e-12)
