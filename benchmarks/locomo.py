@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/locomo.py                       # keyword, semantic, hybrid
     .venv/bin/python benchmarks/locomo.py --modes hybrid --json # machine-readable, stdout
     .venv/bin/python benchmarks/locomo.py --quick               # the first conversation only
+    .venv/bin/python benchmarks/locomo.py --modes auto --ablation  # each signal alone, and
+                                                                   # the fusion without it
 
 The data is the development half of LoCoMo (``../shared/data/locomo-dev``), read in place
 and never copied into the repo; the script says so and exits 0 when it is absent.
@@ -53,6 +55,7 @@ sys.path[:0] = [str(HERE), str(REPO)]
 from _harness import Figure, Skipped, median, pct  # noqa: E402
 
 from agentzero_store import AgentMemory, LocalEmbedder, Turn  # noqa: E402
+from agentzero_store.agentmem.recall import SIGNALS  # noqa: E402
 from agentzero_store.embed.local import LOCAL_MODEL_SHA256  # noqa: E402
 from agentzero_store.embed.vectors import Embedder, Vector  # noqa: E402
 
@@ -272,11 +275,13 @@ class Ranker:
     reference: tuple[float, str] | None = None  # raw-library anchor, if the README has one
 
 
-def recall_mode(mode: str) -> RankFn:
-    """``AgentMemory.recall`` in one of its modes (it embeds through the cache)."""
+def recall_mode(mode: str, weights: Mapping[str, float] | None = None) -> RankFn:
+    """``AgentMemory.recall`` in one of its modes (it embeds through the cache), with
+    ``weights`` overriding some of the auto signals' weights."""
 
     def rank(mem: AgentMemory, question: str, qvec: Vector) -> list[str]:
-        return [h.id for h in mem.recall(question, k=K, mode=mode)]  # type: ignore[arg-type]
+        hits = mem.recall(question, k=K, mode=mode, weights=weights)  # type: ignore[arg-type]
+        return [h.id for h in hits]
 
     return rank
 
@@ -292,6 +297,15 @@ RANKERS: dict[str, Ranker] = {
     for m in ("keyword", "semantic", "hybrid", "auto")
 }
 RANKERS["store-hybrid"] = Ranker("store-hybrid", store_hybrid, REFERENCE.get("hybrid"))
+# The ablation of mode auto (--ablation): each signal alone (every other weight 0; the
+# candidates still come from the semantic and keyword stages), and the fusion without it.
+ABLATION = [f"{how}-{s}" for s in SIGNALS for how in ("only", "without")]
+for _s in SIGNALS:
+    RANKERS[f"only-{_s}"] = Ranker(
+        f"only-{_s}", recall_mode("auto", {o: 0.0 for o in SIGNALS if o != _s})
+    )
+    RANKERS[f"without-{_s}"] = Ranker(f"without-{_s}", recall_mode("auto", {_s: 0.0}))
+DEFAULT_MODES = ("keyword", "semantic", "hybrid", "auto", "store-hybrid")
 
 
 # ----------------------------------------------------------------------------- run
@@ -562,8 +576,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--modes",
-        default=",".join(RANKERS),
+        default=",".join(DEFAULT_MODES),
         help=f"comma-separated ranking modes: {', '.join(RANKERS)}",
+    )
+    ap.add_argument(
+        "--ablation",
+        action="store_true",
+        help="also each auto signal alone and the fusion without it (only-X, without-X)",
     )
     ap.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     ap.add_argument("--quick", action="store_true", help="the first conversation only")
@@ -576,6 +595,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     names = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if args.ablation:
+        names += [m for m in ABLATION if m not in names]
     unknown = [m for m in names if m not in RANKERS]
     if unknown or not names:
         ap.error(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(RANKERS)}")

@@ -11,6 +11,7 @@ from pathlib import Path
 from agentzero_store import MemoryEntry, SqliteMemoryStore
 from agentzero_store.base.ranking import fts5_query
 from agentzero_store.memory.fts_scope import match_expression, scope_tokens, token
+from agentzero_store.memory.recall import fts_match, owner_holds_all
 from agentzero_store.memory.records import Scope
 
 from .conftest import FAST, PASSPHRASE
@@ -125,3 +126,53 @@ def test_ranking_equals_bm25_of_the_content_alone(tmp_path: Path) -> None:
             want = [r[0] for r in s._db.query(ref, (f"content : ({fts5_query(q)})", "o1", "a0"))]
             assert got == want, q
             assert got  # the words are common: every query has hits
+
+
+def test_a_store_its_scope_owns_alone_leaves_the_scope_tokens_out_and_ranks_the_same(
+    tmp_path: Path,
+) -> None:
+    """When one (org, agent) owns every row, its tokens would filter nothing: they are left
+    out (they make BM25 scoring ~2.6x slower), and the answer equals the query with them.
+    The moment a row of any other org or agent exists, even an expired one, they are back."""
+    rng = random.Random(11)
+    words = [f"w{i}" for i in range(40)]
+    ref = (
+        "SELECT m.id FROM memory_fts JOIN memory m ON m.label = memory_fts.rowid"
+        " WHERE memory_fts MATCH ? ORDER BY bm25(memory_fts, 1.0, 0.0), m.label LIMIT 15"
+    )
+    with SqliteMemoryStore.open(tmp_path / "d", passphrase=PASSPHRASE, config=FAST) as s:
+        s.append_many(
+            [
+                MemoryEntry(content=" ".join(rng.choices(words, k=8)), org_id="o", agent_id="a")
+                for _ in range(300)
+            ],
+            vectors=None,
+        )
+        scope = Scope(org_id="o", agent_id="a")
+        assert owner_holds_all(s._db, scope)
+        assert not owner_holds_all(s._db, Scope(org_id="o", agent_id="b"))
+        assert not owner_holds_all(s._db, Scope(agent_id="a"))  # no org: no seek
+        assert fts_match(s._db, "w1 w2", scope) == 'content : ("w1" OR "w2")'
+        for _ in range(20):
+            q = " ".join(rng.sample(words, 3))
+            got = [h.entry.id for h in s.keyword_recall(q, 15, org_id="o", agent_id="a")]
+            want = [r[0] for r in s._db.query(ref, (match_expression(q, scope),))]
+            assert got == want and got, q
+        for other in (
+            MemoryEntry(content="w1", org_id="n", agent_id="a"),  # an org before "o"
+            MemoryEntry(content="w1", org_id="p", agent_id="a"),  # an org after "o"
+            MemoryEntry(content="w1", org_id="o", agent_id="0"),  # another agent of "o"
+            MemoryEntry(
+                content="w1",
+                org_id="o",
+                agent_id="z",
+                expires_at=datetime.now(UTC) - timedelta(days=1),
+            ),
+        ):
+            other_id = s.append(other)
+            assert not owner_holds_all(s._db, scope)
+            assert fts_match(s._db, "w1", scope) == match_expression("w1", scope)
+            hits = s.keyword_recall("w1", 400, org_id="o", agent_id="a")
+            assert other_id not in {h.entry.id for h in hits} and hits
+            assert s.delete(other_id)
+            assert owner_holds_all(s._db, scope)

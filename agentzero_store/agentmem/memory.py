@@ -503,6 +503,7 @@ class AgentMemory:
         include_archived: bool = False,
         explain: bool = False,
         log: bool = True,
+        weights: Mapping[str, float] | None = None,
     ) -> list[RecallHit]:
         """The ``k`` memories most relevant to ``query`` in this scope, best first.
 
@@ -512,7 +513,9 @@ class AgentMemory:
         activation), entities the query names, the asked-for memory type, confidence and
         access history (see ``signals``); ``semantic``, ``keyword`` and ``hybrid`` (the
         first two, weighted) are single stages. ``explain=True`` gives each hit's rank,
-        weight and share per signal. ``types``/``about`` filter; ``as_of`` sees facts
+        weight and share per signal. ``weights`` overrides the ``StoreConfig`` weight of
+        any of the auto signals (``SIGNALS``) for this call; 0 leaves a signal out.
+        ``types``/``about`` filter; ``as_of`` sees facts
         valid then and memories made by then; archived memories only with
         ``include_archived`` (their text is read back from the archive). Never returns
         another scope's, an expired, a forgotten or an erased memory. Each returned
@@ -528,6 +531,7 @@ class AgentMemory:
             as_of=as_of,
             include_archived=include_archived,
             explain=explain,
+            weights=weights,
         )
         if log and hits:
             at = self.now_us()

@@ -10,11 +10,12 @@ qualifying rows decides instead, so a narrow filter never starves the result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ..base.errors import InvalidArgumentError
 from ..base.limits import check_limit, check_text
@@ -23,7 +24,7 @@ from ..embed.vectors import as_vector
 from ..memory.records import Scope, to_us
 from . import signals as sig
 from .records import Memory, RecallHit, entity_key
-from .repository import Filter
+from .repository import Candidate, Filter
 from .signals import final_k
 
 if TYPE_CHECKING:
@@ -33,6 +34,26 @@ if TYPE_CHECKING:
 Hydrate = Callable[[Sequence["Row"]], list[Memory]]
 
 MODES = ("auto", "semantic", "keyword", "hybrid")
+SIGNALS = ("semantic", "keyword", "temporal", "entity", "intent", "confidence", "activation")
+"""The signals of mode ``auto``; each one's weight is ``StoreConfig.weight_<name>``."""
+
+
+def _weights(weights: Mapping[str, float] | None, mode: str) -> dict[str, float]:
+    """A checked per-call override of the auto signals' weights."""
+    if weights is None:
+        return {}
+    if mode != "auto":
+        raise InvalidArgumentError("weights apply to mode='auto' only", hint="drop weights=")
+    out: dict[str, float] = {}
+    for name, w in weights.items():
+        if name not in SIGNALS:
+            raise InvalidArgumentError(
+                f"unknown signal {name!r}; the signals are {', '.join(SIGNALS)}"
+            )
+        if isinstance(w, bool) or not isinstance(w, int | float) or not 0 <= w < float("inf"):
+            raise InvalidArgumentError(f"the weight of {name} must be a finite number >= 0")
+        out[name] = float(w)
+    return out
 
 
 class Recaller:
@@ -53,6 +74,7 @@ class Recaller:
         as_of: datetime | None,
         include_archived: bool,
         explain: bool = False,
+        weights: Mapping[str, float] | None = None,
     ) -> list[RecallHit]:
         """See ``AgentMemory.recall``."""
         mem = self._mem
@@ -62,6 +84,7 @@ class Recaller:
             mode = "auto" if mem.store.embedder is not None else "keyword"
         if mode not in MODES:
             raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        override = _weights(weights, mode)
         f = Filter(
             now_us=mem.now_us(),
             types=types,
@@ -73,22 +96,20 @@ class Recaller:
         pool = (
             max(k, cfg.recall_pool) if mode == "auto" else max(k * cfg.hybrid_candidates_factor, 20)
         )
-        signals: dict[str, Sequence[int]] = {}
-        if mode in ("semantic", "hybrid", "auto"):
-            signals["semantic"] = self._semantic(query, k, pool, f)
-        if mode in ("keyword", "hybrid", "auto"):
-            signals["keyword"] = mem.repo.keyword(query, pool, f, need=k)
-        weights = {"semantic": cfg.weight_semantic, "keyword": cfg.weight_keyword}
-        rrf_k = cfg.recall_seed_k
+        signals, info = self._first_stage(query, k, pool, mode, f)
+        fusion = {"semantic": cfg.weight_semantic, "keyword": cfg.weight_keyword}
         if mode == "auto":
-            signals = self._signals(query, signals, f)
-            weights = {name: float(getattr(cfg, f"weight_{name}")) for name in signals}
+            signals = self._signals(query, signals, f, info)
+            chosen = {n: override.get(n, float(getattr(cfg, f"weight_{n}"))) for n in signals}
+            signals = {n: r for n, r in signals.items() if chosen[n] > 0}
+            used = {n: chosen[n] for n in signals}
             rrf_k = final_k(cfg.recall_rrf_k, len({x for r in signals.values() for x in r}))
-        elif mode != "hybrid":
-            weights = {name: 1.0 for name in signals}
+        else:
+            rrf_k = cfg.recall_seed_k
+            used = fusion if mode == "hybrid" else {name: 1.0 for name in signals}
         labels = list(dict.fromkeys(lab for ranked in signals.values() for lab in ranked))
         fps = mem.repo.fingerprints(labels)
-        fused = rrf_fuse(signals, k=rrf_k, limit=k, fingerprint=fps.__getitem__, weights=weights)
+        fused = rrf_fuse(signals, k=rrf_k, limit=k, fingerprint=fps.__getitem__, weights=used)
         rows = mem.repo.rows([x.key for x in fused], f)
         kept = [(rows[x.key], x) for x in fused if x.key in rows]
         memories = self._hydrate([r for r, _ in kept])
@@ -98,7 +119,7 @@ class Recaller:
                 x.score,
                 dict(x.ranks),
                 {
-                    name: {"rank": r, "weight": weights[name], "score": weights[name] / (rrf_k + r)}
+                    name: {"rank": r, "weight": used[name], "score": used[name] / (rrf_k + r)}
                     for name, r in x.ranks.items()
                 }
                 if explain
@@ -107,22 +128,71 @@ class Recaller:
             for m, (_, x) in zip(memories, kept, strict=True)
         ]
 
+    def _first_stage(
+        self, query: str, k: int, pool: int, mode: str, f: Filter
+    ) -> tuple[dict[str, Sequence[int]], dict[int, Candidate]]:
+        """The semantic and keyword lists the mode asks for, each holding only memories
+        that qualify, and what the signals need of every one of them.
+
+        The indexes propose up to ``pool`` candidates each (HNSW filters scope and expiry
+        itself, FTS5 scope); one query then checks the union against the filter. A list
+        the filter leaves short falls back to a search with the filter applied inside
+        (exact vectors, or BM25 joined to the rows), so a narrow filter never starves it.
+        """
+        repo = self._mem.repo
+        proposed: dict[str, list[int]] = {}
+        exact: set[str] = set()  # lists that come filtered already
+        qv = None
+        if mode in ("semantic", "hybrid", "auto"):
+            qv = self._query_vector(query)
+            scored = self._hnsw(qv, pool)
+            if scored is None:
+                proposed["semantic"], exact = self._exact(qv, pool, f), {"semantic"}
+            else:
+                proposed["semantic"] = scored
+        if mode in ("keyword", "hybrid", "auto"):
+            proposed["keyword"] = repo.keyword_ranked(query, pool, f)
+        info = repo.candidates(list({x for r in proposed.values() for x in r}), f)
+        out: dict[str, Sequence[int]] = {}
+        for name, ranked in proposed.items():
+            kept = [lab for lab in ranked if lab in info]
+            if name not in exact and len(kept) < min(k, pool) and len(ranked) >= pool:
+                if name == "semantic":
+                    kept = self._exact(qv, pool, f)
+                else:
+                    kept = repo.keyword_filtered(query, pool, f)
+                info.update(repo.candidates([x for x in kept if x not in info], f))
+                kept = [lab for lab in kept if lab in info]
+            out[name] = kept
+        return out, info
+
     def _signals(
-        self, query: str, first: dict[str, Sequence[int]], f: Filter
+        self,
+        query: str,
+        first: dict[str, Sequence[int]],
+        f: Filter,
+        info: dict[int, Candidate],
     ) -> dict[str, Sequence[int]]:
-        """The multi-signal lists of mode ``auto`` (see ``signals``), flat ones left out."""
+        """The multi-signal lists of mode ``auto`` (see ``signals``), flat ones left out;
+        ``info`` (every candidate that qualifies) grows with the neighbours that do."""
         mem, cfg = self._mem, self._mem.config
         repo = mem.repo
         seeds = sig.seed_scores(first.values(), cfg.recall_seed_k)
         top = sig.ordered(seeds)[: cfg.spread_seeds]
+        places = [
+            (lab, info[lab].conversation_id, info[lab].created_at_us)
+            for lab in top
+            if info[lab].type == "episodic"
+        ]
         act = sig.spread(
             seeds,
-            repo.turn_neighbours(top, cfg.spread_window),
+            repo.turn_neighbours(places, cfg.spread_window),
             top=cfg.spread_seeds,
             decay=cfg.spread_decay,
         )
-        ok = repo.eligible(list(act), f)  # a neighbour may be filtered out, archived, gone
-        act = {lab: a for lab, a in act.items() if lab in ok}
+        # A neighbour may be filtered out, archived, expired or gone: checked like the rest.
+        info.update(repo.candidates([lab for lab in act if lab not in info], f))
+        act = {lab: a for lab, a in act.items() if lab in info}
         out: dict[str, Sequence[int]] = {n: r for n, r in first.items() if r}
         if act:
             out["temporal"] = sig.ordered(act)
@@ -135,35 +205,42 @@ class Recaller:
             ent = sig.subset_in_order(order, repo.labels_about(order, sorted(named)))
             if ent:
                 out["entity"] = ent
-        kinds = repo.kinds(order)
         wanted = sig.intent(query)
         if wanted is not None:
-            typed = sig.subset_in_order(order, {lab for lab in order if kinds[lab][0] == wanted})
+            typed = sig.subset_in_order(order, {lab for lab in order if info[lab].type == wanted})
             if typed:
                 out["intent"] = typed
-        conf = sig.by_value({lab: kinds[lab][1] for lab in order}, order)
+        conf = sig.by_value({lab: info[lab].confidence for lab in order}, order)
         if conf:
             out["confidence"] = conf
-        recent = sig.activation(repo.access_times(order), f.now_us, order)
+        accessed = [lab for lab in order if info[lab].access_count > 0]
+        recent = sig.activation(repo.access_times(accessed), f.now_us, order)
         if recent:
             out["activation"] = recent
         return out
 
-    def _semantic(self, query: str, k: int, pool: int, f: Filter) -> list[int]:
+    def _query_vector(self, query: str) -> npt.NDArray[np.float32] | None:
+        """The query's vector, None while the store holds no vector. The embedder is asked
+        first, so a store without one says so (NoEmbedderError), even an empty store."""
         store = self._mem.store
+        q = store.embed_query(query)
         dim = store.embedding_info()[1]
-        q = store.embed_query(query)  # NoEmbedderError without an embedder: said, not empty
-        if dim is None:
+        return None if dim is None else as_vector(q, dim)
+
+    def _hnsw(self, qv: npt.NDArray[np.float32] | None, pool: int) -> list[int] | None:
+        """Up to ``pool`` nearest labels of the scope, unexpired, from the HNSW sidecar
+        (None without one, or while it cannot answer: ``_exact`` decides)."""
+        index = self._mem.store.hnsw_index
+        if qv is None or index is None:
+            return None
+        scope = Scope(self._mem.org_id, self._mem.agent_id)
+        scored = index.recall(qv, pool, scope, self._mem.now_us())
+        return None if scored is None else [lab for lab, _ in scored]
+
+    def _exact(self, qv: npt.NDArray[np.float32] | None, pool: int, f: Filter) -> list[int]:
+        """Exact cosine search over every vector that passes ``f``."""
+        if qv is None:
             return []  # no vector stored yet
-        qv = as_vector(q, dim)
-        hnsw = store.hnsw_index
-        if hnsw is not None:
-            scored = hnsw.recall(qv, pool, Scope(self._mem.org_id, self._mem.agent_id), f.now_us)
-            if scored is not None:
-                ok = self._mem.repo.eligible([lab for lab, _ in scored], f)
-                kept = [lab for lab, _ in scored if lab in ok]
-                if len(kept) >= min(k, pool) or len(scored) < pool:
-                    return kept
         labels, blob = self._mem.repo.vectors(f)
         if not labels:
             return []
@@ -171,4 +248,4 @@ class Recaller:
         return [labels[i] for i, _ in exact_top_k(matrix, qv, pool)]
 
 
-__all__ = ["MODES", "Recaller"]
+__all__ = ["MODES", "SIGNALS", "Recaller"]

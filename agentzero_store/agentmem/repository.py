@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import SchemaVersionError
-from ..memory.fts_scope import match_expression
+from ..memory.recall import fts_match
 from ..memory.records import Scope, from_us, to_us
 from ..memory.rows import placeholders
 from .records import Fact, HistoryEntry, Memory, Procedure
@@ -200,6 +200,18 @@ class Filter:
     any_validity: bool = False  # facts whatever their validity (``get`` of a closed fact)
 
 
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What recall's signals need to know of a qualifying candidate (no text)."""
+
+    id: str
+    type: str
+    confidence: float
+    access_count: int
+    conversation_id: str
+    created_at_us: int
+
+
 @dataclass(frozen=True)
 class Row:
     """A memory as read, before the archive fills in archived text."""
@@ -352,22 +364,29 @@ class SqliteRepository:
                 out[r[0]] = Row(r[0], self._memory(r, about.get(r[1], ())), r[18])
         return out
 
-    def eligible(self, labels: Sequence[int], f: Filter) -> set[int]:
-        """Which of ``labels`` are live, unexpired, in scope and pass ``f`` (no text read)."""
-        out: set[int] = set()
+    def candidates(self, labels: Sequence[int], f: Filter) -> dict[int, Candidate]:
+        """Those of ``labels`` that are live, unexpired, in scope and pass ``f``, with what
+        recall's signals read of them (no text): one query per 500 labels."""
+        out: dict[int, Candidate] = {}
         where, params = self._filter_sql(f)
         for part in _batches(list(labels)):
-            out.update(
-                int(r[0])
-                for r in self._q(
-                    "SELECT a.label FROM am_memory a JOIN memory m ON m.label = a.label"
-                    f" WHERE a.label IN ({placeholders(len(part))}) AND +a.org_id = ?"
-                    " AND +a.agent_id = ? AND +m.org_id = ? AND +m.agent_id = ?"
-                    f" AND (m.expires_at_us IS NULL OR m.expires_at_us > ?) AND {where}",
-                    (*part, *self._scope, *self._scope, f.now_us, *params),
+            for r in self._q(
+                "SELECT a.label, a.id, a.type, a.confidence, a.access_count,"
+                " a.conversation_id, a.created_at_us FROM am_memory a"
+                " JOIN memory m ON m.label = a.label"
+                f" WHERE a.label IN ({placeholders(len(part))}) AND +a.org_id = ?"
+                " AND +a.agent_id = ? AND +m.org_id = ? AND +m.agent_id = ?"
+                f" AND (m.expires_at_us IS NULL OR m.expires_at_us > ?) AND {where}",
+                (*part, *self._scope, *self._scope, f.now_us, *params),
+            ):
+                out[int(r[0])] = Candidate(
+                    str(r[1]), str(r[2]), float(r[3]), int(r[4]), str(r[5]), int(r[6])
                 )
-            )
         return out
+
+    def eligible(self, labels: Sequence[int], f: Filter) -> set[int]:
+        """Which of ``labels`` are live, unexpired, in scope and pass ``f`` (no text read)."""
+        return set(self.candidates(labels, f))
 
     def by_id(self, memory_id: str, now_us: int) -> Row | None:
         """One live memory of this scope by id."""
@@ -441,17 +460,24 @@ class SqliteRepository:
         return " AND ".join(clauses) or "1", params
 
     def keyword(self, query_text: str, k: int, f: Filter, need: int) -> list[int]:
-        """Labels of up to ``k`` best BM25 matches that pass ``f``, best first.
+        """Labels of up to ``k`` best BM25 matches that pass ``f``, best first: the
+        ``keyword_ranked`` candidates that qualify, or, when the filter leaves fewer than
+        ``need`` of a full list, ``keyword_filtered``."""
+        ranked = self.keyword_ranked(query_text, k, f)
+        ok = self.eligible(ranked, f)
+        kept = [lab for lab in ranked if lab in ok]
+        if len(kept) >= need or len(ranked) < k:
+            return kept
+        return self.keyword_filtered(query_text, k, f)
 
-        FTS5 scores the scope's rows only (scope tokens in the MATCH) and reads no row:
-        the filter then checks the ``k`` candidates. Only when it leaves fewer than
-        ``need`` of a full candidate list does a second query apply the filter inside the
-        ranking (joining each match to its rows: slower, but never starved).
-        """
-        match = match_expression(query_text, Scope(*self._scope))
+    def keyword_ranked(self, query_text: str, k: int, f: Filter) -> list[int]:
+        """Labels of up to ``k`` best BM25 matches of the scope, unexpired, best first,
+        before the filter. FTS5 scores the scope's rows only (``fts_match``) and reads no
+        memory row."""
+        match = fts_match(self._store.database, query_text, Scope(*self._scope))
         if match is None:
             return []
-        ranked = [
+        return [
             int(r[0])
             for r in self._q(
                 "SELECT rowid, bm25(memory_fts, 1.0, 0.0) AS r FROM memory_fts"
@@ -461,17 +487,22 @@ class SqliteRepository:
                 (match, f.now_us, k),
             )
         ]
-        ok = self.eligible(ranked, f)
-        kept = [lab for lab in ranked if lab in ok]
-        if len(kept) >= need or len(ranked) < k:
-            return kept
+
+    def keyword_filtered(self, query_text: str, k: int, f: Filter) -> list[int]:
+        """The ``k`` best BM25 matches that pass ``f``, the filter applied inside the
+        ranking (each match joined to its rows: slower, but never starved by a narrow
+        filter)."""
+        match = fts_match(self._store.database, query_text, Scope(*self._scope))
+        if match is None:
+            return []
         where, params = self._filter_sql(f)
         rows = self._q(
             "SELECT f.rowid, bm25(memory_fts, 1.0, 0.0) AS r FROM memory_fts f"
             " JOIN am_memory a ON a.label = f.rowid JOIN memory m ON m.label = f.rowid"
-            " WHERE memory_fts MATCH ? AND (m.expires_at_us IS NULL OR m.expires_at_us > ?)"
+            " WHERE memory_fts MATCH ? AND +a.org_id = ? AND +a.agent_id = ?"
+            " AND (m.expires_at_us IS NULL OR m.expires_at_us > ?)"
             f" AND {where} ORDER BY r, f.rowid LIMIT ?",
-            (match, f.now_us, *params, k),
+            (match, *self._scope, f.now_us, *params, k),
         )
         return [int(r[0]) for r in rows]
 
@@ -710,7 +741,8 @@ class SqliteRepository:
         )
         if not rows:
             return []
-        near = [lab for lab, _ in self.turn_neighbours([int(rows[0][0])], 1).get(rows[0][0], [])]
+        places = self.turn_places([int(rows[0][0])])
+        near = [lab for lab, _ in self.turn_neighbours(places, 1).get(rows[0][0], [])]
         found = dict(
             (int(r[0]), (str(r[1]), int(r[2])))
             for r in self._each(
@@ -1090,29 +1122,36 @@ class SqliteRepository:
         tx.executemany("INSERT OR IGNORE INTO am_purge (memory_id) VALUES (?)", [(i,) for i in ids])
 
     # ------------------------------------------------------------------ recall signals
-    def turn_neighbours(
-        self, labels: Sequence[int], window: int
-    ) -> dict[int, list[tuple[int, int]]]:
-        """For each episodic memory among ``labels``: (label, distance) of the turns up to
-        ``window`` before and after it in its conversation (the implicit temporal edges).
-
-        Two queries whatever the number of labels: the seeds' places, then every
-        neighbour list at once (one ``UNION ALL`` of index range scans, ``LIMIT window``
-        each), instead of two round trips per seed.
-        """
+    def turn_places(self, labels: Sequence[int]) -> list[tuple[int, str, int]]:
+        """(label, conversation_id, created_at_us) of the episodic memories among
+        ``labels`` (for ``turn_neighbours``)."""
         if not labels:
-            return {}
-        seeds = self._q(
-            "SELECT label, conversation_id, created_at_us FROM am_memory WHERE label IN"
-            f" ({placeholders(len(labels))}) AND +org_id = ? AND +agent_id = ?"
-            " AND +type = 'episodic'",
-            (*labels, *self._scope),
-        )
-        if not seeds:
+            return []
+        return [
+            (int(r[0]), str(r[1]), int(r[2]))
+            for r in self._q(
+                "SELECT label, conversation_id, created_at_us FROM am_memory WHERE label IN"
+                f" ({placeholders(len(labels))}) AND +org_id = ? AND +agent_id = ?"
+                " AND +type = 'episodic'",
+                (*labels, *self._scope),
+            )
+        ]
+
+    def turn_neighbours(
+        self, places: Sequence[tuple[int, str, int]], window: int
+    ) -> dict[int, list[tuple[int, int]]]:
+        """For each episodic memory at ``places`` (``turn_places``): (label, distance) of
+        the turns up to ``window`` before and after it in its conversation (the implicit
+        temporal edges).
+
+        One query whatever the number of places (one ``UNION ALL`` of index range scans,
+        ``LIMIT window`` each), instead of a round trip per seed.
+        """
+        if not places:
             return {}
         parts: list[str] = []
         params: list[Any] = []
-        for label, conv, at in seeds:
+        for label, conv, at in places:
             for op, order in (("<", "DESC"), (">", "ASC")):
                 parts.append(
                     f"SELECT * FROM (SELECT {int(label)}, label, {1 if op == '<' else 0}"
@@ -1126,7 +1165,7 @@ class SqliteRepository:
                     " LIMIT ?)"
                 )
                 params.extend((*self._scope, conv, at, label, window))
-        out: dict[int, list[tuple[int, int]]] = {int(r[0]): [] for r in seeds}
+        out: dict[int, list[tuple[int, int]]] = {int(p[0]): [] for p in places}
         distance: dict[tuple[int, int], int] = {}
         for seed, other, before in self._q(" UNION ALL ".join(parts), params):
             key = (int(seed), int(before))
@@ -1158,11 +1197,6 @@ class SqliteRepository:
             )
         return out
 
-    def kinds(self, labels: Sequence[int]) -> dict[int, tuple[str, float]]:
-        """(type, confidence) of each label."""
-        sql = "SELECT label, type, confidence FROM am_memory WHERE label IN ({in})"
-        return {int(r[0]): (str(r[1]), float(r[2])) for r in self._each(sql, labels)}
-
     def access_times(self, labels: Sequence[int]) -> dict[int, list[int]]:
         """The logged access times (µs) of each label that has any."""
         out: dict[int, list[int]] = {}
@@ -1175,4 +1209,4 @@ class SqliteRepository:
         return out
 
 
-__all__ = ["Filter", "NewMemory", "Row", "SCHEMA_VERSION", "SqliteRepository"]
+__all__ = ["Candidate", "Filter", "NewMemory", "Row", "SCHEMA_VERSION", "SqliteRepository"]

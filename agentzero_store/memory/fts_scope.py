@@ -45,16 +45,23 @@ def scope_tokens(org_id: str, agent_id: str, conversation_id: str) -> str:
     )
 
 
-def match_expression(query_text: str, scope: Scope) -> str | None:
+def match_expression(query_text: str, scope: Scope, *, owner_holds_all: bool = False) -> str | None:
     """``content : (words ORed) AND scope : token ...`` for the given scope fields; None if
-    the query has no words."""
+    the query has no words.
+
+    ``owner_holds_all``: the scope's (org, agent) owns every row of the index (see
+    ``recall.owner_holds_all``), so their tokens would filter nothing and are left out.
+    They are not free: ``bm25()`` walks every phrase of the query for each match, and a
+    scope token matches every row, which made a 100k-row recall 2.6× slower (16 vs
+    6 ms). Scores are the same either way (the scope column has weight 0).
+    """
     words = fts5_query(query_text)
     if words is None:
         return None
     parts = [f"content : ({words})"]
     for field in _LETTERS:
         value = getattr(scope, field)
-        if value is not None:
+        if value is not None and not (owner_holds_all and field != "conversation_id"):
             parts.append(f'scope : "{token(field, value)}"')
     return " AND ".join(parts)
 

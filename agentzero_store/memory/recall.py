@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..base.ranking import exact_top_k, rrf_fuse
+from ..base.ranking import exact_top_k, fts5_query, rrf_fuse
 from ..storage.sqlcipher import Database
 from .fts_scope import match_expression
 from .records import MemoryHit, Scope
@@ -79,7 +79,7 @@ def _keyword_scored(
     ``memory`` row is read. Expired rows not yet collected are left out through the
     partial expiry index, so the ``LIMIT`` counts only rows that qualify.
     """
-    match = match_expression(query_text, scope)
+    match = fts_match(db, query_text, scope)
     if match is None:
         return []
     rows = db.query(
@@ -90,6 +90,30 @@ def _keyword_scored(
     )
     # bm25() is "lower is better" (negative); report it as a positive score.
     return [(int(r[0]), -float(r[1])) for r in rows]
+
+
+def owner_holds_all(db: Database, scope: Scope) -> bool:
+    """Whether every row of ``memory`` (expired ones included) belongs to the scope's org
+    and, when given, agent: the usual one-user, one-agent desktop store. Up to four
+    seeks of the ``memory_scope`` index (org, agent, ...) for a row on either side of the
+    scope, whatever the number of rows. False when no org is given (no seek possible)."""
+    if scope.org_id is None:
+        return False
+    sides = ["org_id < ?1", "org_id > ?1"]
+    params: tuple[str, ...] = (scope.org_id,)
+    if scope.agent_id is not None:
+        sides += ["org_id = ?1 AND agent_id < ?2", "org_id = ?1 AND agent_id > ?2"]
+        params += (scope.agent_id,)
+    sql = " OR ".join(f"EXISTS (SELECT 1 FROM memory WHERE {w})" for w in sides)
+    return not db.query(f"SELECT {sql}", params)[0][0]
+
+
+def fts_match(db: Database, query_text: str, scope: Scope) -> str | None:
+    """The FTS5 MATCH of a scoped keyword query (``fts_scope.match_expression``), without
+    the org and agent tokens when they would filter nothing (``owner_holds_all``)."""
+    if fts5_query(query_text) is None:
+        return None  # no words: no need to look at the scope
+    return match_expression(query_text, scope, owner_holds_all=owner_holds_all(db, scope))
 
 
 def hybrid(

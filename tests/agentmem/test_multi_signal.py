@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agentzero_store import AgentMemory, LocalEmbedder, Turn
 from agentzero_store.agentmem import signals as sig
+from agentzero_store.agentmem.recall import SIGNALS
+from agentzero_store.base.errors import InvalidArgumentError
 
 from .conftest import Clock, open_memory
 
@@ -94,3 +98,54 @@ def test_auto_is_the_default_mode_with_an_embedder(
     with open_memory(data_dir, clock) as mem2:  # no embedder: keyword
         (hit,) = mem2.recall("tea", k=1, explain=True)
         assert set(hit.ranks) == {"keyword"}
+
+
+def test_weights_override_one_call_and_zero_leaves_a_signal_out(
+    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+) -> None:
+    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+        ids = mem.add_turns(
+            "s1",
+            [
+                Turn("user", "Bo: what did you name the new puppy?", speaker="Bo"),
+                Turn("user", "Ana: we called her Biscuit", speaker="Ana"),
+                Turn("user", "Bo: cute! is the garden fenced?", speaker="Bo"),
+            ],
+        )
+        q = "What did Ana name the new puppy?"
+        full = mem.recall(q, k=3, explain=True, log=False)
+        assert any("temporal" in h.ranks for h in full)
+        without = mem.recall(q, k=3, explain=True, log=False, weights={"temporal": 0})
+        assert all("temporal" not in h.ranks for h in without)
+        # One signal alone: the hits are that signal's list, in its order.
+        alone = mem.recall(
+            q,
+            k=3,
+            explain=True,
+            log=False,
+            weights={s: 0 for s in SIGNALS if s != "temporal"},
+        )
+        assert alone and all(set(h.ranks) == {"temporal"} for h in alone)
+        assert [h.ranks["temporal"] for h in alone] == sorted(h.ranks["temporal"] for h in alone)
+        assert ids[1] in [h.id for h in alone]
+        doubled = mem.recall(q, k=3, explain=True, log=False, weights={"keyword": 2.5})
+        assert any("keyword" in h.ranks for h in doubled)
+        for h in doubled:
+            assert h.explain is not None
+            if "keyword" in h.explain:
+                assert h.explain["keyword"]["weight"] == 2.5
+        # The config's weights are untouched by an override.
+        again = mem.recall(q, k=3, explain=True, log=False)
+        assert [(h.id, h.ranks) for h in again] == [(h.id, h.ranks) for h in full]
+        for bad in (
+            {"nope": 1.0},
+            {"keyword": -1.0},
+            {"keyword": float("nan")},
+            {"keyword": float("inf")},
+            {"keyword": True},
+            {"keyword": "1"},
+        ):
+            with pytest.raises(InvalidArgumentError):
+                mem.recall(q, weights=bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentError, match="auto"):
+            mem.recall(q, mode="hybrid", weights={"keyword": 1.0})
