@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from ..base.config import Layout, StoreConfig
 from ..base.errors import InvalidArgumentError, NotFoundError
-from ..base.limits import MAX_TTL_SECONDS, check_text
+from ..base.limits import MAX_TTL_SECONDS, check_limit, check_text
 from ..embed.vectors import Embedder
-from ..memory.records import MemoryEntry, from_us, to_us
+from ..memory.records import KINDS, MemoryEntry, from_us, to_us
 from ..memory.store import SqliteMemoryStore
 from ..memory.write import Prepared
 from . import fsrs
@@ -45,10 +45,11 @@ from .records import (
     check_types,
     entity_key,
 )
-from .repository import NewMemory, SqliteRepository
+from .repository import Filter, NewMemory, SqliteRepository
 
 Clock = Callable[[], datetime]
 Mode = Literal["auto", "semantic", "keyword", "hybrid"]
+Archived = Literal["exclude", "include", "only"]  # which memories ``memories`` lists
 DAY_US = 86_400 * 1_000_000
 FACT_CONVERSATION = "facts"  # the conversation id of fact and procedure memories
 DEFAULT_CONVERSATION = "memories"  # ... of ``remember`` without one
@@ -564,6 +565,51 @@ class AgentMemory:
         """When recalls returned this memory (the logged ones), oldest first."""
         self.flush()
         return [from_us(t) for t in self.repo.accesses(self._require(memory_id).id)]
+
+    def memories(
+        self,
+        *,
+        kind: str | None = None,
+        types: Sequence[str] | str | None = None,
+        conversation_id: str | None = None,
+        archived: Archived = "exclude",
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """This scope's memories, newest first, ``limit`` at a time from ``offset`` (a
+        listing, not a search: ``recall`` ranks). Filters: the stored ``kind`` (granted,
+        recalled, self_noted, archived — how it came to be remembered), ``types``
+        (episodic, semantic, procedural), ``conversation_id``. ``archived``: ``exclude``
+        (the default), ``include`` or ``only``; archived text is read back from the
+        archive, as ``get`` does. Never lists another scope's, an expired, a forgotten
+        or an erased memory, nor a superseded or retracted fact (``facts(history=True)``
+        shows those). Named ``memories``, not ``list``: a method ``list`` would shadow
+        the builtin in every annotation of this class."""
+        if kind is not None and kind not in KINDS:
+            raise InvalidArgumentError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+        if archived not in ("exclude", "include", "only"):
+            raise InvalidArgumentError(
+                f"archived must be exclude, include or only; got {archived!r}"
+            )
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**62:
+            raise InvalidArgumentError(
+                f"offset must be a whole number >= 0, got {offset!r}",
+                hint="the offset of the next page is this one's offset plus its length",
+            )
+        if conversation_id is not None:
+            check_text("conversation_id", conversation_id)
+        f = Filter(
+            now_us=self.now_us(), types=check_types(types), include_archived=archived != "exclude"
+        )
+        rows = self.repo.page(
+            f,
+            kind=kind,
+            conversation_id=conversation_id,
+            archived_only=archived == "only",
+            limit=check_limit(limit),
+            offset=offset,
+        )
+        return self._life.hydrate(rows)
 
     # ------------------------------------------------------------------ decay
     def _elapsed_days(self, m: Memory, at: datetime) -> float:

@@ -1208,5 +1208,40 @@ class SqliteRepository:
             out.setdefault(int(label), []).append(int(at))
         return out
 
+    # ------------------------------------------------------------------ listing
+    def page(
+        self,
+        f: Filter,
+        *,
+        kind: str | None,
+        conversation_id: str | None,
+        archived_only: bool,
+        limit: int,
+        offset: int,
+    ) -> list[Row]:
+        """One page of this scope's live, unexpired memories that pass ``f`` (and
+        ``kind``, ``conversation_id``; only archived ones with ``archived_only``), newest
+        first (the label breaks ties: the order of one batch). Forgotten and erased
+        memories have no ``am_memory`` row, so they never appear."""
+        where, params = self._filter_sql(f)
+        extra: list[str] = []
+        if kind is not None:
+            extra.append(" AND m.kind = ?")
+            params.append(kind)
+        if conversation_id is not None:
+            extra.append(" AND a.conversation_id = ?")
+            params.append(conversation_id)
+        if archived_only:
+            extra.append(" AND a.archived_at_us IS NOT NULL")
+        rows = self._q(
+            f"SELECT {_READ} FROM am_memory a JOIN memory m ON m.label = a.label"
+            " WHERE a.org_id = ? AND a.agent_id = ? AND +m.org_id = ? AND +m.agent_id = ?"
+            f" AND (m.expires_at_us IS NULL OR m.expires_at_us > ?) AND {where}{''.join(extra)}"
+            " ORDER BY a.created_at_us DESC, a.label DESC LIMIT ? OFFSET ?",
+            (*self._scope, *self._scope, f.now_us, *params, limit, offset),
+        )
+        about = self._about([r[1] for r in rows])
+        return [Row(r[0], self._memory(r, about.get(r[1], ())), r[18]) for r in rows]
+
 
 __all__ = ["Candidate", "Filter", "NewMemory", "Row", "SCHEMA_VERSION", "SqliteRepository"]
