@@ -22,7 +22,7 @@ from ...base.errors import AgentZeroStoreError, InvalidArgumentError
 from ...base.limits import check_text
 from ...embed.vectors import Embedder
 
-JsonType = Literal["string", "integer", "number", "boolean", "object"]
+JsonType = Literal["string", "integer", "number", "boolean", "object", "array"]
 Result = dict[str, Any]
 
 _PY_TYPES: dict[str, tuple[type, ...]] = {
@@ -31,6 +31,7 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
     "number": (int, float),
     "boolean": (bool,),
     "object": (dict,),
+    "array": (list,),  # of strings: the only arrays a tool takes (entities, types)
 }
 
 
@@ -56,10 +57,24 @@ class Arg:
     maximum: float | None = None
     max_length: int | None = None
     const: str | None = None  # a pinned value: anything else is a scope violation
+    max_items: int | None = None  # arrays: at most this many items
 
     def schema(self) -> dict[str, Any]:
         """This argument as a JSON Schema property."""
         s: dict[str, Any] = {"type": self.type, "description": self.description}
+        if self.type == "array":
+            # An array of non-empty strings; enum and max_length constrain each item.
+            item: dict[str, Any] = {"type": "string", "minLength": 1}
+            if self.enum is not None:
+                item["enum"] = list(self.enum)
+            if self.max_length is not None:
+                item["maxLength"] = self.max_length
+            s["items"] = item
+            if self.max_items is not None:
+                s["maxItems"] = self.max_items
+            if self.default is not None:
+                s["default"] = self.default
+            return s
         if self.const is not None:
             s["const"] = self.const
         if self.enum is not None:
@@ -93,6 +108,8 @@ class Arg:
                 f"{self.name} must be a finite number, got {value!r}",
                 hint=f"{self.name}: {self.description}",
             )
+        if self.type == "array":
+            return self._check_items(value)
         if self.type == "string":
             check_text(self.name, value)  # a lone surrogate cannot be stored
         if self.const is not None and value != self.const:
@@ -126,6 +143,36 @@ class Arg:
                 hint=f"shorten {self.name} (split a long text into several calls)",
             )
         return value
+
+    def _check_items(self, value: list[Any]) -> list[str]:
+        """An array argument: each item a non-empty string (of ``enum``, if given)."""
+        hint = f"{self.name}: {self.description}"
+        if self.max_items is not None and len(value) > self.max_items:
+            raise InvalidArgumentError(
+                f"{self.name} has {len(value)} items; the limit is {self.max_items}", hint=hint
+            )
+        for item in value:
+            if not isinstance(item, str):
+                raise InvalidArgumentError(
+                    f"{self.name} must be an array of strings, got an item of type "
+                    f"{_json_type(item)}",
+                    hint=hint,
+                )
+            check_text(self.name, item)
+            if not item.strip():
+                raise InvalidArgumentError(f"{self.name} must not hold an empty string", hint=hint)
+            if self.enum is not None and item not in self.enum:
+                raise InvalidArgumentError(
+                    f"each {self.name} item must be one of {', '.join(self.enum)}; got {item!r}",
+                    hint=hint,
+                )
+            if self.max_length is not None and len(item) > self.max_length:
+                raise InvalidArgumentError(
+                    f"an item of {self.name} is {len(item)} characters; the limit is "
+                    f"{self.max_length}",
+                    hint=hint,
+                )
+        return list(value)
 
 
 def _number(x: float) -> str:

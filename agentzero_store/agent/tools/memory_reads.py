@@ -1,0 +1,194 @@
+"""The reading agent tools over ``AgentMemory``: ``memory_recall`` and ``memory_list``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...agentmem import AgentMemory
+from ...base.errors import InvalidArgumentError
+from ...memory.records import KINDS, parse_datetime
+from .base import Arg, Result
+from .memory_scopes import (
+    MemoryScopes,
+    ScopedTool,
+    about_arg,
+    as_scopes,
+    hit_json,
+    memory_json,
+    types_arg,
+)
+
+RECALL_DESCRIPTION = (
+    "Search this agent's long-term memory: earlier conversation turns, facts and notes, "
+    "and procedures (what worked before). Call it before answering whenever the user "
+    "refers to something said earlier ('what did I tell you about my sister?'), to their "
+    "preferences, to facts about them or their work, or to a past decision. Results come "
+    "best first, each with id, type, content, created_at, confidence, score and its rank "
+    "per search signal; use an id with memory_feedback, memory_archive or memory_forget. "
+    "mode 'auto' (the default when an embedder is configured) combines meaning, exact "
+    "words, neighbouring turns, named entities and memory type; 'keyword' finds exact "
+    "words (names, codes); 'semantic' matches meaning only. Narrow with types (e.g. "
+    '["semantic"] for facts only) or about (e.g. ["Ana"]); as_of (ISO 8601, e.g. '
+    "2025-06-01T00:00:00Z) shows what was believed then."
+)
+LIST_DESCRIPTION = (
+    "List this agent's memories newest first, without a query (to browse, or to review "
+    "what was saved in a conversation). Filter by types, conversation_id or kind (how it "
+    "came to be remembered: granted = given by the user or the host). Archived memories "
+    "only with archived='include' or 'only'. Page with limit and offset: the answer's "
+    "next_offset is the offset of the next page (null on the last one). Use memory_recall "
+    "instead to search."
+)
+
+
+class AgentRecallTool(ScopedTool):
+    """``memory_recall`` over ``AgentMemory.recall`` (multi-signal, mode ``auto``)."""
+
+    def __init__(
+        self,
+        memory: AgentMemory | MemoryScopes,
+        *,
+        name: str = "memory_recall",
+        max_limit: int = 50,
+    ) -> None:
+        scopes = as_scopes(memory)
+        modes = ("auto", "keyword", "semantic", "hybrid") if scopes.embedder_id else ("keyword",)
+        super().__init__(
+            scopes,
+            name,
+            Arg(
+                "query",
+                "string",
+                "What to look for, in plain words.",
+                required=True,
+                max_length=4_096,
+            ),
+            Arg(
+                "limit",
+                "integer",
+                "How many memories to return, best first.",
+                default=5,
+                minimum=1,
+                maximum=max_limit,
+            ),
+            Arg(
+                "mode",
+                "string",
+                "auto (every signal fused), keyword (exact words), semantic (meaning) or "
+                "hybrid (those two). Without an embedder only keyword is offered.",
+                default=modes[0],
+                enum=modes,
+            ),
+            types_arg("memories"),
+            about_arg("the memories must be about (any of them)"),
+            Arg(
+                "as_of",
+                "string",
+                "See memory as it was at this time (ISO 8601 with a timezone, e.g. "
+                "2025-06-01T12:00:00+00:00): facts believed then, memories made by then.",
+                max_length=64,
+            ),
+            Arg(
+                "include_archived",
+                "boolean",
+                "Also search archived (faded or put-away) memories.",
+                default=False,
+            ),
+            Arg(
+                "explain",
+                "boolean",
+                "Add each hit's rank, weight and score share per signal.",
+                default=False,
+            ),
+        )
+        self.description = RECALL_DESCRIPTION
+
+    def _run(self, a: dict[str, Any]) -> Result:
+        as_of = None
+        if a["as_of"] is not None:
+            try:
+                as_of = parse_datetime(a["as_of"])
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(
+                    f"as_of: {exc.message}",
+                    hint="as_of is ISO 8601 with a timezone, e.g. 2025-06-01T12:00:00+00:00",
+                ) from None
+        hits = self.memory(a).recall(
+            a["query"],
+            a["limit"],
+            mode=a["mode"],
+            types=a["types"],
+            about=a["about"],
+            as_of=as_of,
+            include_archived=a["include_archived"],
+            explain=a["explain"],
+        )
+        return {
+            "results": [hit_json(h) for h in hits],
+            "mode": a["mode"],
+            "embedder": self.scopes.embedder_id if a["mode"] != "keyword" else None,
+        }
+
+
+class AgentListTool(ScopedTool):
+    """``memory_list`` over ``AgentMemory.memories`` (newest first, in pages)."""
+
+    def __init__(
+        self, memory: AgentMemory | MemoryScopes, *, name: str = "memory_list", max_limit: int = 100
+    ) -> None:
+        super().__init__(
+            memory,
+            name,
+            Arg(
+                "limit",
+                "integer",
+                "How many memories per page.",
+                default=20,
+                minimum=1,
+                maximum=max_limit,
+            ),
+            Arg(
+                "offset",
+                "integer",
+                "Skip this many (the next_offset of the previous page).",
+                default=0,
+                minimum=0,
+                maximum=2**53,
+            ),
+            types_arg("memories"),
+            Arg("conversation_id", "string", "Only memories of this conversation.", max_length=256),
+            Arg(
+                "kind",
+                "string",
+                "Only memories of this kind: granted (given by the user or host), recalled, "
+                "self_noted or archived.",
+                enum=KINDS,
+            ),
+            Arg(
+                "archived",
+                "string",
+                "exclude archived memories (default), include them, or list only them.",
+                default="exclude",
+                enum=("exclude", "include", "only"),
+            ),
+        )
+        self.description = LIST_DESCRIPTION
+
+    def _run(self, a: dict[str, Any]) -> Result:
+        found = self.memory(a).memories(
+            kind=a["kind"],
+            types=a["types"],
+            conversation_id=a["conversation_id"],
+            archived=a["archived"],
+            limit=a["limit"],
+            offset=a["offset"],
+        )
+        more = len(found) == a["limit"]
+        return {
+            "memories": [memory_json(m) for m in found],
+            "offset": a["offset"],
+            "next_offset": a["offset"] + len(found) if more else None,
+        }
+
+
+__all__ = ["AgentListTool", "AgentRecallTool"]
