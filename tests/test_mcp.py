@@ -16,7 +16,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp_types import TextContent
 
-from agentzero_store import MemoryEntry, SqliteMemoryStore
+from agentzero_store import AgentMemory, MemoryEntry, SqliteMemoryStore
 from agentzero_store.agent.mcp import _protocol_stdout
 from agentzero_store.embed.api import ApiEmbedder
 from agentzero_store.storage.lock import writer_lock
@@ -24,7 +24,21 @@ from agentzero_store.storage.lock import writer_lock
 from .conftest import FAST, PASSPHRASE
 from .test_api_embedder import KEY, EmbeddingServer
 
-TOOLS = ["memory_append", "memory_recall", "memory_forget", "rag_ingest", "rag_query", "rag_delete"]
+TOOLS = [
+    "memory_append",
+    "memory_grant",
+    "memory_remember",
+    "memory_fact",
+    "memory_recall",
+    "memory_list",
+    "memory_feedback",
+    "memory_archive",
+    "memory_forget",
+    "memory_undo",
+    "rag_ingest",
+    "rag_query",
+    "rag_delete",
+]
 
 
 @pytest.fixture
@@ -81,6 +95,10 @@ def tenant_store(data_dir: Path, embed_server: EmbeddingServer) -> Path:
                 ),
             ]
         )
+    with AgentMemory.open(
+        data_dir, passphrase=PASSPHRASE, config=FAST, embedder=emb, org_id="o2", agent_id="a1"
+    ) as m:
+        m.remember("o2's agent memory: the vault code is zebra-77", about=["vault"])
     embed_server.requests.clear()
     return data_dir
 
@@ -108,38 +126,91 @@ def test_every_tool_through_a_real_client_session(
             # The embedder is lazy: starting and listing tools embedded nothing.
             assert embed_server.requests == []
 
-            # memory_append / memory_recall, pinned to o1/a1
+            # memory_append (the plain store) and the agent memory's writes, pinned to o1/a1
             r = await s.call_tool(
                 "memory_append", {"content": "I am allergic to peanuts", "conversation_id": "c1"}
             )
             assert not r.is_error, r
-            own_id = result(r)["id"]
-            await s.call_tool(
-                "memory_append", {"content": "My bike is a blue road bike", "conversation_id": "c2"}
-            )
             assert embed_server.requests, "the first append loaded the embedder"
-            r = await s.call_tool("memory_recall", {"query": "allergic", "limit": 10})
-            hits = result(r)["results"]
-            assert hits[0]["id"] == own_id and hits[0]["ranks"] == {"semantic": 1}
+            r = await s.call_tool(
+                "memory_grant", {"content": "The user is allergic to peanuts", "about": ["user"]}
+            )
+            grant = result(r)
+            assert not r.is_error and grant["status"] == "created", grant
+            r = await s.call_tool("memory_grant", {"content": "The user is allergic to peanuts"})
+            assert result(r) == {"id": grant["id"], "status": "duplicate", "superseded": []}
+            bike = result(
+                await s.call_tool(
+                    "memory_remember",
+                    {"content": "The user's bike is a blue road bike", "confidence": 0.8},
+                )
+            )["id"]
+            old = result(
+                await s.call_tool(
+                    "memory_fact", {"subject": "Ana", "predicate": "lives_in", "object": "Porto"}
+                )
+            )
+            r = await s.call_tool(
+                "memory_fact", {"subject": "Ana", "predicate": "lives_in", "object": "Lisbon"}
+            )
+            assert result(r)["superseded"] == [old["id"]]
+
+            # memory_recall: AgentMemory.recall, mode auto (an embedder is configured)
+            assert tools["memory_recall"].input_schema["properties"]["mode"]["default"] == "auto"
+            r = await s.call_tool("memory_recall", {"query": "what food is the user allergic to"})
+            rec = result(r)
+            assert rec["mode"] == "auto" and rec["embedder"] == "api:mini-embed"
+            hits = rec["results"]
+            assert hits[0]["id"] == grant["id"] and hits[0]["type"] == "semantic"
+            assert "semantic" in hits[0]["ranks"] and hits[0]["about"] == ["user"]
             assert "zebra" not in json.dumps(hits) and "shellfish" not in json.dumps(hits)
-            r = await s.call_tool("memory_recall", {"query": "allergic", "mode": "hybrid"})
-            assert [h["content"] for h in result(r)["results"]][0] == "I am allergic to peanuts"
+            r = await s.call_tool(
+                "memory_recall", {"query": "where does Ana live", "explain": True}
+            )
+            top = result(r)["results"][0]
+            assert top["content"] == "Ana lives in Lisbon" and top["explain"]
+            r = await s.call_tool("memory_recall", {"query": "bike", "mode": "keyword"})
+            assert [h["id"] for h in result(r)["results"]] == [bike]
+
+            # memory_list, memory_feedback, memory_archive
+            r = await s.call_tool("memory_list", {"limit": 2})
+            page = result(r)
+            assert [m["content"] for m in page["memories"]] == [
+                "Ana lives in Lisbon",
+                "The user's bike is a blue road bike",
+            ]
+            assert page["next_offset"] == 2
+            r = await s.call_tool("memory_feedback", {"id": grant["id"], "used": True})
+            assert result(r)["id"] == grant["id"]
+            assert result(await s.call_tool("memory_archive", {"id": bike})) == {
+                "id": bike,
+                "archived": True,
+            }
+            r = await s.call_tool("memory_list", {"archived": "only"})
+            assert [m["id"] for m in result(r)["memories"]] == [bike]
 
             # another tenant: refused, with the error's code and hint
             refused: list[tuple[str, dict[str, Any]]] = [
-                ("memory_recall", {"query": "launch code", "mode": "keyword", "org_id": "o2"}),
-                ("memory_recall", {"query": "launch code", "agent_id": "a9"}),
+                ("memory_recall", {"query": "vault code", "mode": "keyword", "org_id": "o2"}),
+                ("memory_recall", {"query": "vault code", "agent_id": "a9"}),
                 ("memory_append", {"content": "planted", "org_id": "o2"}),
-                ("memory_forget", {"all_in_scope": True, "org_id": "o2"}),
+                ("memory_grant", {"content": "planted", "org_id": "o2"}),
+                ("memory_remember", {"content": "planted", "agent_id": "a2"}),
+                ("memory_fact", {"subject": "a", "predicate": "b", "object": "c", "org_id": "o2"}),
+                ("memory_list", {"org_id": "o2"}),
+                ("memory_feedback", {"id": grant["id"], "used": False, "org_id": "o2"}),
+                ("memory_archive", {"id": grant["id"], "agent_id": "a2"}),
+                ("memory_forget", {"about": "vault", "org_id": "o2"}),
+                ("memory_undo", {"token": "t", "org_id": "o2"}),
             ]
             for name, args in refused:
                 r = await s.call_tool(name, args)
                 err = result(r)
-                assert r.is_error and err["error"] == "scope_violation" and err["hint"]
+                assert r.is_error and err["error"] == "scope_violation" and err["hint"], name
                 assert "zebra" not in json.dumps(err)
-            # keyword search over everything the pinned tool sees: o2's row never appears
+            # keyword search over everything the pinned tool sees: o2's rows never appear
             r = await s.call_tool(
-                "memory_recall", {"query": "zebra launch code", "mode": "keyword"}
+                "memory_recall", {"query": "zebra vault launch code", "mode": "keyword"}
             )
             assert result(r)["results"] == []
 
@@ -152,13 +223,25 @@ def test_every_tool_through_a_real_client_session(
             r = await s.call_tool("drop_tables", {})
             assert r.is_error and "memory_recall" in result(r)["hint"]
 
-            # memory_forget: another tenant's id deletes nothing; own conversation does
-            with SqliteMemoryStore.open(data_dir, passphrase=PASSPHRASE) as peek:
-                o2_id = peek.recent(1, org_id="o2")[0].id
+            # memory_forget: another tenant's id is not found; own memories, soft, undone
+            with AgentMemory.open(
+                data_dir, passphrase=PASSPHRASE, org_id="o2", agent_id="a1"
+            ) as peek:
+                o2_id = peek.memories()[0].id
             r = await s.call_tool("memory_forget", {"id": o2_id})
-            assert result(r) == {"deleted": 0}
-            r = await s.call_tool("memory_forget", {"conversation_id": "c2"})
-            assert result(r) == {"deleted": 1}
+            err = result(r)
+            assert r.is_error and err["error"] == "not_found" and "zebra" not in json.dumps(err)
+            r = await s.call_tool("memory_forget", {"about": "user"})
+            receipt = result(r)
+            assert receipt["count"] == 1 and receipt["ids"] == [grant["id"]]
+            r = await s.call_tool("memory_recall", {"query": "allergic peanuts"})
+            assert grant["id"] not in [h["id"] for h in result(r)["results"]]
+            r = await s.call_tool("memory_undo", {"token": receipt["token"]})
+            assert result(r) == {"restored": 1}
+            r = await s.call_tool("memory_recall", {"query": "allergic peanuts", "mode": "keyword"})
+            assert grant["id"] in [h["id"] for h in result(r)["results"]]
+            r = await s.call_tool("memory_forget", {"id": bike})
+            assert result(r)["count"] == 1
 
             # documents
             r = await s.call_tool(
@@ -183,12 +266,18 @@ def test_every_tool_through_a_real_client_session(
     with errlog:
         anyio.run(session)
     log = (tmp_path / "server-stderr.log").read_text()
-    assert "peanuts" not in log and "zebra" not in log  # logs never carry content
+    assert "peanuts" not in log and "zebra" not in log and "Lisbon" not in log  # no content
 
-    # The truth on disk: o1/a1 got exactly what the client wrote; o2 is untouched.
+    # The truth on disk: o1/a1 got exactly what the client wrote (less the forgotten
+    # bike); o2 is untouched.
     with SqliteMemoryStore.open(data_dir, passphrase=PASSPHRASE) as s:
-        assert [e.content for e in s.recent(10, org_id="o1")] == ["I am allergic to peanuts"]
-        assert s.count(org_id="o2") == 2 and s.count() == 3
+        assert sorted(e.content for e in s.recent(10, org_id="o1")) == [
+            "Ana lives in Lisbon",
+            "Ana lives in Porto",
+            "I am allergic to peanuts",
+            "The user is allergic to peanuts",
+        ]
+        assert s.count(org_id="o2") == 3 and s.count() == 7
         assert all(e.agent_id == "a1" for e in s.recent(10, org_id="o1"))
     from rag.store import DocumentStore
 
@@ -210,18 +299,27 @@ def test_unpinned_server_without_embedder(data_dir: Path, tmp_path: Path) -> Non
             tools = {t.name: t for t in (await s.list_tools()).tools}
             assert "const" not in tools["memory_recall"].input_schema["properties"]["org_id"]
             assert tools["rag_query"].input_schema["properties"]["mode"]["enum"] == ["bm25"]
+            # Without an embedder memory_recall offers keyword search only.
+            mode = tools["memory_recall"].input_schema["properties"]["mode"]
+            assert mode["enum"] == ["keyword"] and mode["default"] == "keyword"
             for org in ("x", "y"):
                 r = await s.call_tool(
                     "memory_append", {"content": f"note for {org}", "org_id": org}
                 )
                 assert not r.is_error
-            r = await s.call_tool("memory_recall", {"query": "note"})
+                r = await s.call_tool(
+                    "memory_grant", {"content": f"grant for {org}", "org_id": org}
+                )
+                assert not r.is_error
+            r = await s.call_tool("memory_recall", {"query": "note", "mode": "semantic"})
             err = result(r)
-            assert r.is_error and err["error"] == "no_embedder" and err["hint"]
-            r = await s.call_tool(
-                "memory_recall", {"query": "note", "mode": "keyword", "org_id": "y"}
-            )
-            assert [h["content"] for h in result(r)["results"]] == ["note for y"]
+            assert r.is_error and err["error"] == "invalid_argument" and err["hint"]
+            r = await s.call_tool("memory_recall", {"query": "grant", "org_id": "y"})
+            assert [h["content"] for h in result(r)["results"]] == ["grant for y"]
+            r = await s.call_tool("memory_recall", {"query": "grant"})  # the default scope
+            assert result(r)["results"] == []
+            r = await s.call_tool("memory_forget", {"about": "nobody", "org_id": "x"})
+            assert result(r)["count"] == 0 and result(r)["token"]
             r = await s.call_tool("rag_query", {"query": "anything"})
             assert result(r)["results"] == []
 

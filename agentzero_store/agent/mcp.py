@@ -1,8 +1,11 @@
 """``agentzero mcp``: the store as an MCP server over stdio (official ``mcp`` SDK).
 
-Tools: ``memory_append``, ``memory_recall``, ``memory_forget``, ``rag_ingest``,
-``rag_query``, ``rag_delete`` — the agent tools of ``agentzero_store.tools``, whose
-schemas and validation the server publishes and uses unchanged.
+Tools: ``memory_append`` (the plain memory store), the agent memory's
+``memory_grant``, ``memory_remember``, ``memory_fact``, ``memory_recall``,
+``memory_list``, ``memory_feedback``, ``memory_archive``, ``memory_forget`` (soft, with
+an undo token) and ``memory_undo``, and ``rag_ingest``, ``rag_query``, ``rag_delete`` —
+the agent tools of ``agentzero_store.tools``, whose schemas and validation the server
+publishes and uses unchanged.
 
 - Scope: ``org_id``/``agent_id`` given at start pin every memory tool to that tenant; a
   client asking for another one gets a ``scope_violation`` tool error, never data.
@@ -10,7 +13,10 @@ schemas and validation the server publishes and uses unchanged.
 - Stdout is the protocol channel. The wire gets a private duplicate of fd 1, then fd 1
   and ``sys.stdout`` are pointed at stderr, so a stray print — ours, a library's or a
   native one — can never corrupt the protocol. Logs go to stderr.
-- Startup opens only the memory store (so a wrong credential fails at once, on stderr).
+- Startup opens only the memory store, as the agent memory of the pinned scope (so a
+  wrong credential fails at once, on stderr), and holds it open: recall, list and the
+  writes reuse one connection and one HNSW index. An unpinned server opens other
+  scopes' agent memories over the same store when a call names them.
   The embedder's model loads on the first call that embeds; the document store is
   opened per call (read-only for queries), so the server never holds the document log's
   writer lock between calls and always sees other processes' writes.
@@ -32,20 +38,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..agentmem import AgentMemory
 from ..base.config import StoreConfig
 from ..base.errors import AgentZeroStoreError, InvalidArgumentError
 from ..embed.factory import embedder_from_env
 from ..embed.vectors import Embedder
-from ..memory.store import SqliteMemoryStore
 from ..storage.lock import writer_lock
 from .tools import (
     AgentTool,
     MemoryAppendTool,
-    MemoryForgetTool,
+    MemoryScopes,
     RagDeleteTool,
     RagIngestTool,
     RagQueryTool,
-    SemanticRecallTool,
+    agent_memory_tools,
 )
 from .tools.documents import DocMode, JsonReady
 
@@ -60,8 +66,12 @@ log = logging.getLogger(__name__)
 SERVER_NAME = "agentzero"
 INSTRUCTIONS = (
     "Encrypted local memory and documents for this agent. Use memory_recall before "
-    "answering questions about earlier conversations or the user's preferences; "
-    "memory_append to remember durable facts; rag_query to search the user's documents."
+    "answering questions about earlier conversations, the user's preferences or facts "
+    "about them; memory_grant to keep what the user asks you to remember, memory_fact for "
+    "facts that can change (where someone lives, works), memory_remember for your own "
+    "notes; memory_feedback after a recalled memory helped (or did not); memory_forget "
+    "when the user wants something gone (memory_undo brings it back); rag_query to "
+    "search the user's documents."
 )
 
 
@@ -136,14 +146,13 @@ class PerCallDocuments:
 
 
 def build_tools(
-    memory: SqliteMemoryStore, documents: PerCallDocuments, settings: McpSettings
+    memory: MemoryScopes, documents: PerCallDocuments, settings: McpSettings
 ) -> list[AgentTool]:
-    """The six tools, memory ones pinned to the settings' org/agent."""
+    """The thirteen tools, memory ones pinned to the settings' org/agent."""
     org, agent = settings.org_id, settings.agent_id
     return [
-        MemoryAppendTool(memory, org_id=org, agent_id=agent),
-        SemanticRecallTool(memory, org_id=org, agent_id=agent),
-        MemoryForgetTool(memory, org_id=org, agent_id=agent),
+        MemoryAppendTool(memory.base.store, org_id=org, agent_id=agent),
+        *agent_memory_tools(memory),
         RagIngestTool(documents),
         RagQueryTool(documents),
         RagDeleteTool(documents),
@@ -245,16 +254,20 @@ def _protocol_stdout() -> Iterator[io.TextIOWrapper]:
             wire.close()
 
 
-def open_memory(settings: McpSettings, embedder: Embedder | None) -> SqliteMemoryStore:
-    """Open the memory store (never prompting: stdin is the protocol channel)."""
-    return SqliteMemoryStore.open(
+def open_memory(settings: McpSettings, embedder: Embedder | None) -> MemoryScopes:
+    """Open the agent memory of the pinned scope (an unpinned org or agent: ``default``)
+    over the memory store, never prompting (stdin is the protocol channel)."""
+    base = AgentMemory.open(
         settings.data_dir,
         key_file=settings.key_file,
+        org_id=settings.org_id or "default",
+        agent_id=settings.agent_id or "default",
         embedder=embedder,
         create=False,
         config=settings.config,
         prompt=False,
     )
+    return MemoryScopes(base, org_id=settings.org_id, agent_id=settings.agent_id)
 
 
 def serve(settings: McpSettings, *, on_ready: Callable[[], None] | None = None) -> None:
@@ -266,7 +279,7 @@ def serve(settings: McpSettings, *, on_ready: Callable[[], None] | None = None) 
     embedder = embedder_from_env(settings.embedder)
     if settings.org_id is None or settings.agent_id is None:
         log.warning("scope not fully pinned (--org/--agent): clients may name any tenant")
-    with open_memory(settings, embedder) as memory:
+    with contextlib.closing(open_memory(settings, embedder)) as memory:
         tools = build_tools(memory, PerCallDocuments(settings, embedder), settings)
         host = ToolHost(tools, lambda: writer_lock(settings.data_dir, purpose="agentzero mcp"))
         server = make_server(host)
