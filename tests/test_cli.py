@@ -37,14 +37,14 @@ def test_memory_round_trip(data_dir: Path) -> None:
                 )
             )["id"]
         )
-    hits = js(run(data_dir, "memory", "recall", "notebook", "--mode", "keyword", "--json"))
+    hits = js(run(data_dir, "memory", "search", "notebook", "--mode", "keyword", "--json"))
     assert {h["id"] for h in hits} == {ids[0], ids[1]}
     assert all("score" in h and h["ranks"]["keyword"] >= 1 for h in hits)
     scoped = js(
         run(
             data_dir,
             "memory",
-            "recall",
+            "search",
             "notebook",
             "--mode",
             "keyword",
@@ -57,7 +57,7 @@ def test_memory_round_trip(data_dir: Path) -> None:
     recent = js(run(data_dir, "memory", "recent", "--limit", "2", "--json"))
     assert [r["id"] for r in recent] == [ids[2], ids[1]]
     assert js(run(data_dir, "memory", "get", ids[0], "--json"))["content"].startswith("the blue")
-    assert js(run(data_dir, "memory", "forget", "--conversation", "c1", "--json")) == {"deleted": 2}
+    assert js(run(data_dir, "memory", "delete", "--conversation", "c1", "--json")) == {"deleted": 2}
     assert js(run(data_dir, "memory", "gc", "--json")) == {"deleted": 0}
     human = run(data_dir, "memory", "recent").stdout
     assert "green notebook" in human and "attic" not in human
@@ -71,7 +71,7 @@ def test_import_and_semantic_recall_with_local_model(data_dir: Path) -> None:
         run(
             data_dir,
             "memory",
-            "recall",
+            "search",
             "what food am I allergic to",
             "--mode",
             "hybrid",
@@ -137,6 +137,14 @@ def test_key_file_credential(tmp_path: Path, data_dir: Path) -> None:
     assert p.returncode == 3 and "key, not a passphrase" in p.stderr
 
 
-@pytest.mark.parametrize("args", [["--help"], ["memory", "--help"], ["memory", "recall", "--help"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["memory", "--help"],
+        ["memory", "recall", "--help"],
+        ["memory", "search", "--help"],
+    ],
+)
 def test_help(data_dir: Path, args: list[str]) -> None:
     assert "Usage" in run(data_dir, *args).stdout

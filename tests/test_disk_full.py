@@ -193,7 +193,7 @@ def test_disk_full_through_the_cli(tmp_path: Path, request: pytest.FixtureReques
         q = cli("rag", "query", "boiler", "-n", "100")
         assert clean(q) == 0
         assert {h["id"] for h in js(q)} == docs
-        r = cli("memory", "recall", "kettle", "--mode", "keyword", "-n", "50")
+        r = cli("memory", "search", "kettle", "--mode", "keyword", "-n", "50")
         if clean(r) == 0:  # SQLite in WAL mode may need to create memory.db-shm to read
             assert {h["content"] for h in js(r)} == mems
 
@@ -204,7 +204,7 @@ def test_disk_full_through_the_cli(tmp_path: Path, request: pytest.FixtureReques
         mems.add("kettle note 2")
         q = cli("rag", "query", "boiler", "-n", "100")
         assert clean(q) == 0 and {h["id"] for h in js(q)} == docs
-        r = cli("memory", "recall", "kettle", "--mode", "keyword", "-n", "50")
+        r = cli("memory", "search", "kettle", "--mode", "keyword", "-n", "50")
         assert clean(r) == 0 and {h["content"] for h in js(r)} == mems
         v = cli("store", "verify")
         assert v.returncode == 0 and js(v)["clean"], v.stdout

@@ -1,4 +1,6 @@
-"""``agentzero memory ...``: append, import, recent, recall, get, delete, forget, gc."""
+"""``agentzero memory ...`` over the memory store: append, import, recent, search, get,
+delete, gc. The agent memory's verbs (recall, grant, forget, ...) are in
+``agent_memory``, registered on the same command group."""
 
 from __future__ import annotations
 
@@ -187,7 +189,7 @@ def recent(
 
 @app.command()
 @cli_command
-def recall(
+def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     mode: Annotated[str, typer.Option(help="semantic | keyword | hybrid")] = "hybrid",
     limit: LimitOpt = 5,
@@ -197,7 +199,10 @@ def recall(
     embedder: EmbedderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Recall memories by meaning, keywords, or both (RRF fusion)."""
+    """Search the memory store by meaning, keywords or both, across scopes.
+
+    Every memory the --org/--agent/--conversation filters match, fused with RRF
+    (`memory recall` searches one agent's memory with every signal)."""
     if mode not in ("semantic", "keyword", "hybrid"):
         raise InvalidArgumentError(f"--mode must be semantic, keyword or hybrid; got {mode!r}")
     with _open(embedder if mode != "keyword" else "none") as store:
@@ -225,26 +230,37 @@ def get(entry_id: str, json_out: JsonOpt = False) -> None:
 
 @app.command()
 @cli_command
-def delete(entry_id: str, json_out: JsonOpt = False) -> None:
-    """Delete one memory by id (overwritten on disk)."""
-    with _open_writer() as store:
-        if not store.delete(entry_id):
-            raise NotFoundError(f"no memory with id {entry_id}")
-    emit({"deleted": entry_id}, lambda: out.print(f"deleted {entry_id}"))
-
-
-@app.command()
-@cli_command
-def forget(
+def delete(
+    entry_id: Annotated[
+        str | None, typer.Argument(help="The memory to delete (or give a scope instead).")
+    ] = None,
     org: OrgOpt = None,
     agent: AgentOpt = None,
     conversation: ConvOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Delete every memory in a scope (at least one of --org/--agent/--conversation)."""
+    """Delete one memory by id, or every memory in a scope; no undo.
+
+    A scope is --org/--agent/--conversation. Overwritten on disk (`memory forget` is the
+    undoable one)."""
+    if entry_id is not None:
+        if (org, agent, conversation) != (None, None, None):
+            raise InvalidArgumentError(
+                "give an id or a scope (--org/--agent/--conversation), not both"
+            )
+        with _open_writer() as store:
+            if not store.delete(entry_id):
+                raise NotFoundError(f"no memory with id {entry_id}")
+        emit({"deleted": entry_id}, lambda: out.print(f"deleted {entry_id}"))
+        return
+    if (org, agent, conversation) == (None, None, None):
+        raise InvalidArgumentError(
+            "give a memory id, or a scope: --org, --agent or --conversation",
+            hint="nothing is deleted without an explicit target",
+        )
     with _open_writer() as store:
         n = store.forget(org_id=org, agent_id=agent, conversation_id=conversation)
-    emit({"deleted": n}, lambda: out.print(f"forgot {n} memories"))
+    emit({"deleted": n}, lambda: out.print(f"deleted {n} memories"))
 
 
 @app.command()

@@ -20,6 +20,7 @@ from . import memory as cli_memory
 from . import ops as cli_ops
 from . import reembed as cli_reembed
 from . import store as cli_store
+from .agent_memory import register_agent_memory_commands
 from .common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
 
 app = typer.Typer(
@@ -29,7 +30,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-app.add_typer(cli_memory.app, name="memory", help="Conversation memory: append, recall, forget.")
+app.add_typer(
+    cli_memory.app,
+    name="memory",
+    help="Agent memory: grant, remember, fact, recall, list, forget, undo, erase, consolidate; "
+    "the store beneath: append, import, recent, search, get, delete, gc.",
+)
+register_agent_memory_commands(cli_memory.app)
 # Sub-apps are added here (store, rag, key, mcp).
 app.add_typer(
     cli_store.app, name="store", help="Indexes (status, rebuild, reembed); verify, backup, restore."
