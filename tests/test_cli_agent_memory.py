@@ -246,3 +246,27 @@ def test_the_store_commands_beside_them(data_dir: Path) -> None:
     assert js(run(data_dir, "memory", "delete", "--org", "o2", "--json")) == {"deleted": 1}
     assert js(run(data_dir, "memory", "delete", a["id"], "--json")) == {"deleted": a["id"]}
     assert js(run(data_dir, "memory", "recent", "--json")) == []
+
+
+def test_consolidation_progress_names_each_step(monkeypatch: Any) -> None:
+    """The bar `memory consolidate` shows on a terminal follows consolidate's callback."""
+    import io
+
+    from rich.console import Console
+
+    from agentzero_store.cli import agent_output
+    from agentzero_store.cli.common import STATE
+
+    screen = io.StringIO()
+    monkeypatch.setattr(agent_output, "err", Console(file=screen, force_terminal=True, width=100))
+    monkeypatch.setattr(STATE, "json", False)
+    with agent_output.steps("consolidating") as tell:
+        for n, step in enumerate(["expire", "promote", "merge", "decay", "archive"], 1):
+            tell(step, n, 5)
+    shown = screen.getvalue()
+    assert "consolidating: archive" in shown and "5/5" in shown
+    screen.truncate(0)
+    monkeypatch.setattr(STATE, "json", True)  # --json: nothing but the JSON
+    with agent_output.steps("consolidating") as tell:
+        tell("expire", 1, 5)
+    assert screen.getvalue() == ""
