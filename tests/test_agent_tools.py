@@ -305,7 +305,8 @@ def test_an_unpinned_host_serves_each_named_scope_apart(data_dir: Path, clock: C
     scopes = MemoryScopes(open_memory(data_dir, clock, org_id="default", agent_id="default"))
     try:
         t = tools(scopes)
-        assert "const" not in t["memory_recall"].schema()["properties"]["org_id"]
+        org = t["memory_grant"].schema()["properties"]["org_id"]
+        assert "const" not in org and "(omitted: 'default')" in org["description"]
         t["memory_grant"].run({"content": "a note for the default scope"})
         x = t["memory_grant"].run({"content": "a note for x", "org_id": "x"})["id"]
         t["memory_grant"].run({"content": "a note for x/b", "org_id": "x", "agent_id": "b"})

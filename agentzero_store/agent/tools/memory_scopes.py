@@ -135,10 +135,30 @@ class ScopedTool(AgentTool):
     def __init__(self, memory: AgentMemory | MemoryScopes, name: str, *args: Arg) -> None:
         self.scopes = as_scopes(memory)
         self.name = name
-        self.args = (
-            *args,
-            *scope_args(self.scopes.org_id, self.scopes.agent_id, conversation=False),
+        self.args = (*args, *self._scope_args())
+
+    def _scope_args(self) -> tuple[Arg, Arg]:
+        """org_id and agent_id: pinned (``const``) as the host pinned them; otherwise
+        which agent memory the call uses (omitted: the base's)."""
+        pinned = scope_args(self.scopes.org_id, self.scopes.agent_id, conversation=False)
+        free = (
+            Arg(
+                "org_id",
+                "string",
+                "The organisation (tenant) whose agent memory to use (omitted: "
+                f"{self.scopes.base.org_id!r}).",
+                max_length=256,
+            ),
+            Arg(
+                "agent_id",
+                "string",
+                f"The agent whose memory to use (omitted: {self.scopes.base.agent_id!r}).",
+                max_length=256,
+            ),
         )
+        org = pinned[0] if self.scopes.org_id is not None else free[0]
+        agent = pinned[1] if self.scopes.agent_id is not None else free[1]
+        return org, agent
 
     def memory(self, a: dict[str, Any]) -> AgentMemory:
         """The memory of the call's (validated, possibly pinned) scope."""
