@@ -36,13 +36,27 @@ def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
     return out
 
 
-# Every command that writes (or takes the writer lock), with its arguments.
+# Every command that writes (or takes the writer lock), with its arguments. The agent
+# memory's reads are here too: opening it writes (its tables, its access log).
 WRITERS: list[tuple[str, ...]] = [
     ("memory", "append", "hello", *NO_EMBEDDER),
     ("memory", "import", "{memories}", *NO_EMBEDDER),
     ("memory", "delete", "some-id"),
-    ("memory", "forget", "--org", "o1"),
+    ("memory", "delete", "--org", "o1"),
     ("memory", "gc"),
+    ("memory", "grant", "hello", *NO_EMBEDDER),
+    ("memory", "remember", "hello", *NO_EMBEDDER),
+    ("memory", "fact", "Ana", "lives_in", "Lisbon", *NO_EMBEDDER),
+    ("memory", "feedback", "some-id", "--used"),
+    ("memory", "archive", "some-id"),
+    ("memory", "restore", "some-id"),
+    ("memory", "forget", "--conversation", "c1"),
+    ("memory", "undo", "some-token"),
+    ("memory", "erase", "--id", "some-id", "--yes"),
+    ("memory", "consolidate"),
+    ("memory", "recall", "hello", *NO_EMBEDDER),
+    ("memory", "list"),
+    ("memory", "facts"),
     ("rag", "ingest", "--id", "d", "--text", "hello", *NO_EMBEDDER),
     ("rag", "delete", "--id", "d"),
     ("rag", "compact"),
