@@ -85,6 +85,16 @@ class StoreConfig:
     half_life_entity_days: float = 365.0
     half_life_semantic_days: float = 90.0
     half_life_supersedes_days: float = 0.0
+    # Tiers (issue 17): hot = the last turns of each conversation, the pins and the latest
+    # tool result, cached per handle; warm = a summary of the turns before the hot ones,
+    # kept this long; cold = everything above. Core facts load at every spawn.
+    hot_turns: int = 12  # turns per conversation in the hot ring buffer
+    pin_budget_chars: int = 2_000  # total characters pinned memories may hold
+    warm_ttl_days: float = 7.0  # a warm summary is evicted this long after it was made
+    warm_turns: int = 8  # turns an extractive warm summary keeps (MMR over vectors)
+    warm_mmr_lambda: float = 0.5  # MMR: relevance to the conversation vs novelty
+    core_promote_accesses: int = 5  # an archival fact accessed this often becomes core
+    core_idle_days: float = 90.0  # consolidation demotes an accessed core fact idle this long
 
 
 @dataclass(frozen=True)

@@ -229,3 +229,12 @@ class RotationInProgressError(AgentZeroStoreError):
     code = "rotation_in_progress"
     exit_code = 5
     default_hint = "run `agentzero key rotate` to finish it; no data was lost"
+
+
+class AccessDeniedError(AgentZeroStoreError):
+    """The agent may not use this shared namespace (never granted, or revoked), or may not
+    manage it (only its owner grants and revokes)."""
+
+    code = "access_denied"
+    exit_code = 3
+    default_hint = "ask the namespace's owner to grant this agent access"
