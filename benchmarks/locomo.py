@@ -297,12 +297,14 @@ RANKERS: dict[str, Ranker] = {
     for m in ("keyword", "semantic", "hybrid", "auto")
 }
 RANKERS["store-hybrid"] = Ranker("store-hybrid", store_hybrid, REFERENCE.get("hybrid"))
-# The ablation of mode auto (--ablation): each signal alone (every other weight 0; the
-# candidates still come from the semantic and keyword stages), and the fusion without it.
+# The ablation of mode auto (--ablation): each signal alone (its weight 1, every other 0;
+# the candidates still come from the semantic and keyword stages), and the fusion without
+# it. The rankers share the store, so every recall's logged accesses feed the activation
+# signal of the rankers after it: only-activation is not one ranker's own history.
 ABLATION = [f"{how}-{s}" for s in SIGNALS for how in ("only", "without")]
 for _s in SIGNALS:
     RANKERS[f"only-{_s}"] = Ranker(
-        f"only-{_s}", recall_mode("auto", {o: 0.0 for o in SIGNALS if o != _s})
+        f"only-{_s}", recall_mode("auto", {o: 1.0 if o == _s else 0.0 for o in SIGNALS})
     )
     RANKERS[f"without-{_s}"] = Ranker(f"without-{_s}", recall_mode("auto", {_s: 0.0}))
 DEFAULT_MODES = ("keyword", "semantic", "hybrid", "auto", "store-hybrid")
