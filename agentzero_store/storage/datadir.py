@@ -140,7 +140,11 @@ def store_credential(
         return resolve_credential(passphrase=passphrase, key=key, key_file=key_file, prompt=False)
     except CredentialRequiredError:
         pass
-    header = read_header(layout)
+    try:
+        header = read_header(layout)
+    except StoreNotFoundError:
+        # No store there: ask as before; the operation names the missing store itself.
+        return resolve_credential(prompt=prompt)
     account = keyring_account(header)
     if account is not None:
         try:
