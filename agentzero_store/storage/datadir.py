@@ -2,8 +2,9 @@
 
 ``open_data_dir`` resolves the credential (``store_credential``: arguments, environment,
 the OS keyring, a prompt), unlocks (or creates) the key header, and brings the store's
-keys up to date: a store from before the acknowledgement ledger is
-upgraded once, and a key rotation a crash interrupted is finished first.
+keys up to date: a store from before the acknowledgement ledger is upgraded once, and a
+key rotation a crash interrupted is finished first. ``create_data_dir`` makes a new key
+header, with a key kept in the OS keyring if asked.
 
 Finishing a rotation re-keys every file of the data dir (memory.db, the document log,
 the ledger, the sidecars): that is ``ops.rotate``, two layers above this one. It is

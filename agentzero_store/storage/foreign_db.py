@@ -104,7 +104,7 @@ class ForeignMemoryDb:
             found = (
                 f"its table {TABLE!r} has no {', '.join(missing)}"
                 if columns
-                else (f"it has no table {TABLE!r}")
+                else f"it has no table {TABLE!r}"
             )
             raise InvalidArgumentError(
                 f"{p} is not an AgentZero memory database: {found}",
