@@ -18,6 +18,7 @@ from keyrings.alt.file import PlaintextKeyring
 from agentzero_store.base.errors import KeyringError
 from agentzero_store.ops.create import init_store
 from agentzero_store.storage.os_keyring import SERVICE, load_key
+from rag import DocumentStore
 
 from .conftest import js, run_cli, scan_for, tree_digest
 
@@ -190,3 +191,24 @@ def test_a_backend_keyring_does_not_recommend_is_used_only_when_chosen(
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", FILE_BACKEND)
     r = init_store(root, keyring=True, prompt=False)
     assert load_key(r.store_id) == bytes.fromhex(backend.get_password(SERVICE, r.store_id) or "")
+
+
+def test_an_adopted_data_dir_can_keep_its_key_in_the_keyring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", FILE_BACKEND)
+    backend = PlaintextKeyring()
+    backend.file_path = str(tmp_path / "kr" / "keyring_pass.cfg")
+    monkeypatch.setattr(keyring.core, "_keyring_backend", backend)
+    root = tmp_path / "data"
+    log = root / "rag" / "index.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text(json.dumps({"id": "a", "text": "an otter holds hands while asleep"}) + "\n")
+    r = init_store(root, keyring=True, prompt=False)
+    assert r.keyring and r.adopted_documents == 1
+    assert scan_for(root, [b"otter"]) == []
+    # Opens with the keyring's key: no credential given.
+
+    with DocumentStore.open(root, create=False, readonly=True, prompt=False) as docs:
+        got = docs.get("a")
+        assert got is not None and got.text == "an otter holds hands while asleep"
