@@ -103,7 +103,7 @@ class StoreConfig:
 
 @dataclass(frozen=True)
 class Layout:
-    """Paths of every file in a data dir (see DESIGN.md, "On-disk layout")."""
+    """Paths of every file in a data dir (see docs/design.md, "The data dir")."""
 
     root: Path
 

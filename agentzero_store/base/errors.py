@@ -54,6 +54,20 @@ class CredentialRequiredError(AgentZeroStoreError):
     )
 
 
+class KeyringError(AgentZeroStoreError):
+    """The OS keyring could not give (or keep) the store's key: no usable backend, no
+    entry for this store, or the backend failed. Nothing under the data dir was changed."""
+
+    code = "keyring_error"
+    exit_code = 3
+    default_hint = (
+        "desktops use the OS keyring (macOS Keychain, Windows Credential Locker, Secret "
+        "Service or KWallet on Linux); a headless machine chooses a backend with "
+        "PYTHON_KEYRING_BACKEND, or opens the store with AGENTZERO_PASSPHRASE, "
+        "AGENTZERO_DATA_KEY or --key-file instead"
+    )
+
+
 class InvalidKeyError(AgentZeroStoreError):
     """A raw key or key file is malformed (wrong length, encoding or permissions)."""
 
