@@ -108,9 +108,9 @@ class Recaller:
         else:
             rrf_k = cfg.recall_seed_k
             used = fusion if mode == "hybrid" else {name: 1.0 for name in signals}
-        labels = list(dict.fromkeys(lab for ranked in signals.values() for lab in ranked))
-        fps = mem.repo.fingerprints(labels)
-        fused = rrf_fuse(signals, k=rrf_k, limit=k, fingerprint=fps.__getitem__, weights=used)
+        fused = rrf_fuse(
+            signals, k=rrf_k, limit=k, fingerprint=lambda lab: info[lab].fingerprint, weights=used
+        )
         rows = mem.repo.rows([x.key for x in fused], f)
         kept = [(rows[x.key], x) for x in fused if x.key in rows]
         memories = self._hydrate([r for r, _ in kept])

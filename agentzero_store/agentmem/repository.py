@@ -272,6 +272,7 @@ class Candidate:
     access_count: int
     conversation_id: str
     created_at_us: int
+    fingerprint: str
 
 
 @dataclass(frozen=True)
@@ -438,7 +439,7 @@ class SqliteRepository:
         for part in _batches(list(labels)):
             for r in self._q(
                 "SELECT a.label, a.id, a.type, a.confidence, a.access_count,"
-                " a.conversation_id, a.created_at_us FROM am_memory a"
+                " a.conversation_id, a.created_at_us, a.fingerprint FROM am_memory a"
                 " JOIN memory m ON m.label = a.label"
                 f" WHERE a.label IN ({placeholders(len(part))}) AND +a.org_id = ?"
                 " AND +a.agent_id = ? AND +m.org_id = ? AND +m.agent_id = ?"
@@ -446,7 +447,7 @@ class SqliteRepository:
                 (*part, *self._scope, *self._scope, f.now_us, *params),
             ):
                 out[int(r[0])] = Candidate(
-                    str(r[1]), str(r[2]), float(r[3]), int(r[4]), str(r[5]), int(r[6])
+                    str(r[1]), str(r[2]), float(r[3]), int(r[4]), str(r[5]), int(r[6]), str(r[7])
                 )
         return out
 
@@ -582,12 +583,6 @@ class SqliteRepository:
             (*self._scope, f.now_us, *params),
         )
         return [int(r[0]) for r in rows], b"".join(r[1] for r in rows)
-
-    def fingerprints(self, labels: Sequence[int]) -> dict[int, str]:
-        """Text fingerprint of each label (to keep one of near-identical hits)."""
-        return dict(
-            self._each("SELECT label, fingerprint FROM am_memory WHERE label IN ({in})", labels)
-        )
 
     # ------------------------------------------------------------------ decay, access
     def log_access(self, tx: WriteTx, accesses: Sequence[tuple[str, int]]) -> None:
