@@ -5,7 +5,17 @@ higher one (see docs/architecture.md). Python runs it before any submodule of th
 package can be imported, so what it plugs in holds in every process.
 """
 
-from .agentmem import AgentMemory, Turn
+from .agentmem import (
+    AgentMemory,
+    CapacityLimitedChat,
+    ChatHistory,
+    ChatMessage,
+    ExtractiveSummarizer,
+    Summarizer,
+    SummarizingChat,
+    TokenLimitedChat,
+    Turn,
+)
 from .base.config import KdfParams, StoreConfig
 from .base.errors import (
     AgentZeroStoreError,
@@ -44,6 +54,9 @@ install_rotation_resumer(resume_rotation)
 __all__ = [
     "AgentMemory",
     "AgentZeroStoreError",
+    "CapacityLimitedChat",
+    "ChatHistory",
+    "ChatMessage",
     "CorruptStoreError",
     "Credential",
     "CredentialRequiredError",
@@ -52,6 +65,7 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "EmbedderMismatchError",
+    "ExtractiveSummarizer",
     "InvalidArgumentError",
     "InvalidKeyError",
     "KdfParams",
@@ -68,7 +82,10 @@ __all__ = [
     "StoreExistsError",
     "StoreIOError",
     "StoreNotFoundError",
+    "SummarizingChat",
+    "Summarizer",
     "TamperedRecordError",
+    "TokenLimitedChat",
     "Turn",
     "WrongKeyError",
     "generate_key_file",

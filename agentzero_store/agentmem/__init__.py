@@ -1,6 +1,9 @@
 """The agent-memory layer: ``AgentMemory`` on the encrypted memory store (see
-``memory``); its SQL is in ``repository``, its math in ``fsrs`` and ``dedup``."""
+``memory``); its SQL is in ``repository``, its math in ``fsrs`` and ``dedup``. Over it:
+a plain chat history (``chat``, with limits in ``chat_limits``)."""
 
+from .chat import ChatHistory, ChatMemory, ChatMessage, Removal
+from .chat_limits import CapacityLimitedChat, SummarizingChat, TokenLimitedChat
 from .memory import AgentMemory
 from .records import (
     ConsolidationReport,
@@ -15,18 +18,31 @@ from .records import (
     Turn,
     WriteResult,
 )
+from .summarize import ExtractiveSummarizer, Summarizer
+from .tokens import TokenCounter, count_tokens
 
 __all__ = [
     "AgentMemory",
+    "CapacityLimitedChat",
+    "ChatHistory",
+    "ChatMemory",
+    "ChatMessage",
     "ConsolidationReport",
     "Edge",
     "EraseReport",
+    "ExtractiveSummarizer",
     "Fact",
     "ForgetReceipt",
     "HistoryEntry",
     "Memory",
     "Procedure",
     "RecallHit",
+    "Removal",
+    "SummarizingChat",
+    "Summarizer",
+    "TokenCounter",
+    "TokenLimitedChat",
     "Turn",
     "WriteResult",
+    "count_tokens",
 ]
