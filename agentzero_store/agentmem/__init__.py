@@ -1,6 +1,7 @@
 """The agent-memory layer: ``AgentMemory`` on the encrypted memory store (see
 ``memory``); its SQL is in ``repository``, its math in ``fsrs`` and ``dedup``. Over it:
-a plain chat history (``chat``, with limits in ``chat_limits``)."""
+a plain chat history (``chat``, with limits in ``chat_limits``) and skills (``skills``,
+their SQL in ``skill_repository``)."""
 
 from .chat import ChatHistory, ChatMemory, ChatMessage, Removal
 from .chat_limits import CapacityLimitedChat, SummarizingChat, TokenLimitedChat
@@ -18,6 +19,8 @@ from .records import (
     Turn,
     WriteResult,
 )
+from .skill_records import Skill, SkillExport, SkillImport
+from .skills import SkillStore
 from .summarize import ExtractiveSummarizer, Summarizer
 from .tokens import TokenCounter, count_tokens
 
@@ -38,6 +41,10 @@ __all__ = [
     "Procedure",
     "RecallHit",
     "Removal",
+    "Skill",
+    "SkillExport",
+    "SkillImport",
+    "SkillStore",
     "SummarizingChat",
     "Summarizer",
     "TokenCounter",
