@@ -141,10 +141,10 @@ class SkillStore:
             )
         skills = self.list()
         names = file_names(skills)
+        if target.exists() and not target.is_dir():
+            raise InvalidArgumentError(f"{target} is not a directory")
         with translate_os_errors("creating", target):
             target.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not target.is_dir():
-            raise InvalidArgumentError(f"{target} is not a directory")
         taken = [n for n in names if (target / n).exists() or (target / n).is_symlink()]
         if taken and not overwrite:
             raise InvalidArgumentError(

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..agentmem.skill_markdown import render
 from ..agentmem.skills import SkillStore
@@ -42,6 +43,13 @@ def _open(org: str, agent: str) -> Iterator[SkillStore]:
         yield store
 
 
+def _say(text: str) -> None:
+    # Names and steps are the user's text: no rich markup or :emoji: codes read into them.
+    out.print(
+        text, markup=False, emoji=False, highlight=False, end="" if text.endswith("\n") else "\n"
+    )
+
+
 def _tick(advance: Callable[[int], None]) -> Callable[[int, int], None]:
     return lambda done, total: advance(1)
 
@@ -62,7 +70,7 @@ def save(
     """Create a skill, or replace the one with this name (case-insensitive)."""
     with _open(org, agent) as skills:
         saved = skills.save(name, description, step, tag or [])
-    emit(saved, lambda: out.print(f"saved skill {saved.name!r} ({len(saved.steps)} steps)"))
+    emit(saved, lambda: _say(f"saved skill {saved.name!r} ({len(saved.steps)} steps)"))
 
 
 @app.command()
@@ -73,7 +81,7 @@ def show(
     """Show one skill (as its Markdown file would read)."""
     with _open(org, agent) as skills:
         skill = skills.load(name)
-    emit(skill, lambda: out.print(render(skill), markup=False, end=""))
+    emit(skill, lambda: _say(render(skill)))
 
 
 @app.command("list")
@@ -97,7 +105,7 @@ def list_(
         t = Table("name", "tags", "steps", "description")
         for s in found:
             first = s.description.split("\n", 1)[0]
-            t.add_row(s.name, ", ".join(s.tags), str(len(s.steps)), first)
+            t.add_row(Text(s.name), Text(", ".join(s.tags)), str(len(s.steps)), Text(first))
         show_table(t)
 
     emit(found, human)
@@ -111,7 +119,7 @@ def delete(
     """Delete one skill (its bytes zeroed in memory.db)."""
     with _open(org, agent) as skills:
         skills.delete(name)
-    emit({"deleted": name}, lambda: out.print(f"deleted skill {name!r}"))
+    emit({"deleted": name}, lambda: _say(f"deleted skill {name!r}"))
 
 
 @app.command("export")
@@ -130,7 +138,7 @@ def export_(
     """Write every skill as a Markdown file (plaintext, mode 0600) into DIR."""
     with _open(org, agent) as skills, progress("exporting", len(skills.list())) as advance:
         report = skills.export_markdown(directory, overwrite=overwrite, progress=_tick(advance))
-    emit(report, lambda: out.print(f"exported {len(report.files)} skills to {report.directory}"))
+    emit(report, lambda: _say(f"exported {len(report.files)} skills to {report.directory}"))
 
 
 @app.command("import")
@@ -146,7 +154,7 @@ def import_(
         report = skills.import_markdown(directory, progress=_tick(advance))
     emit(
         report,
-        lambda: out.print(
+        lambda: _say(
             f"imported {report.files} files: {report.created} created, {report.updated} "
             f"updated, {report.unchanged} unchanged"
         ),

@@ -216,6 +216,11 @@ def test_export_refuses_the_data_dir_and_existing_files(
         skills.export_markdown(link / "out")
     assert not (data_dir / "skills").exists() and not (data_dir / "b").exists()
 
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory")
+    with pytest.raises(InvalidArgumentError, match="not a directory"):
+        skills.export_markdown(a_file)
+
     out = tmp_path / "out"
     out.mkdir()
     (out / "deploy-app.md").write_text("mine")
