@@ -128,9 +128,7 @@ class LocalEmbedder:
         if not texts:
             return []
         self._load()
-        ids = self._tokenizer(list(texts), add_special_tokens=False, truncation=False)[
-            "input_ids"
-        ]
+        ids = self._tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
         return [len(i) for i in ids]
 
     def __repr__(self) -> str:
