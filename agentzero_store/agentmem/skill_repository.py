@@ -3,9 +3,9 @@
 Skills live in ``memory.db`` (so SQLCipher encrypts them like every memory) in two
 tables, bound to one (org, agent) scope given at construction:
 
-- ``am_skill``: one row per skill, unique by (org, agent, a hash of ``skill_key(name)``);
-  its steps and tags as JSON lists;
-- ``am_skill_tag``: which tags (hashes of ``tag_key``) each skill has, for ``find_by_tag``.
+- ``am_skill``: one row per skill, keyed by (org, agent, ``skill_key(name)``); its
+  steps and tags as JSON lists;
+- ``am_skill_tag``: which tag keys each skill has (``find_by_tag`` reads it).
 
 The tables have their own migration chain (meta key ``agentmem_skills_schema``), apart
 from the agent-memory tables of ``repository``, so either can change without renumbering
@@ -14,7 +14,6 @@ the other. A second backend (PostgreSQL) implements the same methods.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,44 +28,33 @@ if TYPE_CHECKING:
 
 SCHEMA_KEY = "agentmem_skills_schema"
 SCHEMA_VERSION = 1
-# Names and tags are looked up by a hash of their key, never by the text: SQLite copies
-# index keys into the interior pages of an index b-tree, and secure_delete does not
-# reach those copies when a row goes; a table's interior pages hold rowids only.
 _MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE am_skill (
         org_id        TEXT NOT NULL,
         agent_id      TEXT NOT NULL,
-        key_hash      TEXT NOT NULL,   -- sha256 of skill_key(name)
+        key           TEXT NOT NULL,   -- skill_key(name): NFKC, case-folded
         name          TEXT NOT NULL,   -- as last saved
         description   TEXT NOT NULL,
         steps         TEXT NOT NULL,   -- JSON list of strings
         tags          TEXT NOT NULL,   -- JSON list of strings, as written
         created_at_us INTEGER NOT NULL,
-        updated_at_us INTEGER NOT NULL
-    );
-    CREATE UNIQUE INDEX am_skill_key ON am_skill (org_id, agent_id, key_hash);
-    CREATE TABLE am_skill_tag (
-        org_id     TEXT NOT NULL,
-        agent_id   TEXT NOT NULL,
-        tag_hash   TEXT NOT NULL,      -- sha256 of tag_key(tag)
-        skill_hash TEXT NOT NULL,      -- am_skill.key_hash
-        PRIMARY KEY (org_id, agent_id, tag_hash, skill_hash)
+        updated_at_us INTEGER NOT NULL,
+        PRIMARY KEY (org_id, agent_id, key)
     ) WITHOUT ROWID;
-    CREATE INDEX am_skill_tag_skill ON am_skill_tag (org_id, agent_id, skill_hash);
+    CREATE TABLE am_skill_tag (
+        org_id    TEXT NOT NULL,
+        agent_id  TEXT NOT NULL,
+        tag_key   TEXT NOT NULL,       -- tag_key(tag)
+        skill_key TEXT NOT NULL,       -- am_skill.key
+        PRIMARY KEY (org_id, agent_id, tag_key, skill_key)
+    ) WITHOUT ROWID;
+    CREATE INDEX am_skill_tag_skill ON am_skill_tag (org_id, agent_id, skill_key);
     """,
 )
 
 _COLUMNS = "name, description, steps, tags, created_at_us, updated_at_us"
 Saved = Literal["created", "updated", "unchanged"]
-
-
-def _hash(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-def _by_name(skills: list[Skill]) -> list[Skill]:
-    return sorted(skills, key=lambda s: (skill_key(s.name), s.name))
 
 
 def _skill(r: Sequence[Any]) -> Skill:
@@ -123,38 +111,33 @@ class SqliteSkillRepository:
     def get(self, name: str, tx: WriteTx | None = None) -> Skill | None:
         """The skill of this scope named ``name`` (compared by ``skill_key``), or None."""
         rows = self._q(
-            f"SELECT {_COLUMNS} FROM am_skill WHERE org_id = ? AND agent_id = ? AND key_hash = ?",
-            (*self._scope, _hash(skill_key(name))),
+            f"SELECT {_COLUMNS} FROM am_skill WHERE org_id = ? AND agent_id = ? AND key = ?",
+            (*self._scope, skill_key(name)),
             tx,
         )
         return _skill(rows[0]) if rows else None
 
     def all(self) -> list[Skill]:
         """Every skill of this scope, by ``skill_key`` of the name."""
-        return _by_name(
-            [
-                _skill(r)
-                for r in self._q(
-                    f"SELECT {_COLUMNS} FROM am_skill WHERE org_id = ? AND agent_id = ?",
-                    self._scope,
-                )
-            ]
-        )
+        return [
+            _skill(r)
+            for r in self._q(
+                f"SELECT {_COLUMNS} FROM am_skill WHERE org_id = ? AND agent_id = ? ORDER BY key",
+                self._scope,
+            )
+        ]
 
     def by_tag(self, tag: str) -> list[Skill]:
         """The skills of this scope tagged ``tag`` (compared by ``tag_key``), by name."""
-        return _by_name(
-            [
-                _skill(r)
-                for r in self._q(
-                    f"SELECT {_COLUMNS} FROM am_skill s JOIN am_skill_tag t"
-                    " ON t.org_id = s.org_id AND t.agent_id = s.agent_id"
-                    " AND t.skill_hash = s.key_hash"
-                    " WHERE t.org_id = ? AND t.agent_id = ? AND t.tag_hash = ?",
-                    (*self._scope, _hash(tag_key(tag))),
-                )
-            ]
-        )
+        return [
+            _skill(r)
+            for r in self._q(
+                f"SELECT {_COLUMNS} FROM am_skill s JOIN am_skill_tag t ON t.org_id = s.org_id"
+                " AND t.agent_id = s.agent_id AND t.skill_key = s.key"
+                " WHERE t.org_id = ? AND t.agent_id = ? AND t.tag_key = ? ORDER BY s.key",
+                (*self._scope, tag_key(tag)),
+            )
+        ]
 
     # ------------------------------------------------------------------ writes
     def upsert(self, tx: WriteTx, skill: Skill, now_us: int) -> Saved:
@@ -163,34 +146,34 @@ class SqliteSkillRepository:
         old = self.get(skill.name, tx)
         if old == skill:  # content only (Skill's equality): an identical save is a no-op
             return "unchanged"
-        key = _hash(skill_key(skill.name))
+        key = skill_key(skill.name)
         steps, tags = json.dumps(list(skill.steps)), json.dumps(list(skill.tags))
         if old is None:
             tx.execute(
-                "INSERT INTO am_skill (org_id, agent_id, key_hash, name, description, steps, tags,"
+                "INSERT INTO am_skill (org_id, agent_id, key, name, description, steps, tags,"
                 " created_at_us, updated_at_us) VALUES (?,?,?,?,?,?,?,?,?)",
                 (*self._scope, key, skill.name, skill.description, steps, tags, now_us, now_us),
             )
         else:
             tx.execute(
                 "UPDATE am_skill SET name = ?, description = ?, steps = ?, tags = ?,"
-                " updated_at_us = ? WHERE org_id = ? AND agent_id = ? AND key_hash = ?",
+                " updated_at_us = ? WHERE org_id = ? AND agent_id = ? AND key = ?",
                 (skill.name, skill.description, steps, tags, now_us, *self._scope, key),
             )
             self._drop_tags(tx, key)
         tx.executemany(
-            "INSERT OR IGNORE INTO am_skill_tag (org_id, agent_id, tag_hash, skill_hash)"
+            "INSERT OR IGNORE INTO am_skill_tag (org_id, agent_id, tag_key, skill_key)"
             " VALUES (?,?,?,?)",
-            [(*self._scope, _hash(tag_key(t)), key) for t in skill.tags],
+            [(*self._scope, tag_key(t), key) for t in skill.tags],
         )
         return "created" if old is None else "updated"
 
     def delete(self, tx: WriteTx, name: str) -> bool:
         """Delete the skill named ``name``; False if there was none. ``secure_delete``
         (on for every connection) zeroes the row's bytes in its pages."""
-        key = _hash(skill_key(name))
+        key = skill_key(name)
         gone = tx.execute(
-            "DELETE FROM am_skill WHERE org_id = ? AND agent_id = ? AND key_hash = ?",
+            "DELETE FROM am_skill WHERE org_id = ? AND agent_id = ? AND key = ?",
             (*self._scope, key),
         ).rowcount
         self._drop_tags(tx, key)
@@ -198,7 +181,7 @@ class SqliteSkillRepository:
 
     def _drop_tags(self, tx: WriteTx, key: str) -> None:
         tx.execute(
-            "DELETE FROM am_skill_tag WHERE org_id = ? AND agent_id = ? AND skill_hash = ?",
+            "DELETE FROM am_skill_tag WHERE org_id = ? AND agent_id = ? AND skill_key = ?",
             (*self._scope, key),
         )
 

@@ -160,18 +160,29 @@ def test_another_org_or_agent_never_sees_a_skill(data_dir: Path, clock: Clock) -
 
 
 def test_skills_are_encrypted_and_delete_leaves_no_text(data_dir: Path, clock: Clock) -> None:
+    """Deleted on every page, the keys' b-tree interior pages included: enough skills that
+    both tables (their keys hold the name and tag) are more than one page deep."""
     word = "marzipanoctopus"
     with open_memory(data_dir, clock) as mem:
         skills = SkillStore(mem)
+        with skills.repo.transaction() as tx:
+            for i in range(300):
+                name = f"routine {i:03d} " + "padding " * 12
+                skills.repo.upsert(
+                    tx, check_skill(name, "", ["x"], [f"tag {i:03d} " + "pad " * 12]), 0
+                )
         skills.save(f"feed the {word}", f"the {word} eats at dawn", [f"find the {word}"], [word])
         skills.save("water the fern", "weekly", ["pour"])
         keys = mem.store.keys
+        db_pages = mem.store.database.query("PRAGMA page_count")[0][0]
+        assert db_pages > 40
         assert scan_for(data_dir, text_needles(word)) == []  # no file holds it in the clear
         db = Layout(data_dir).memory_db
         assert find_plaintext(db, keys.sqlcipher_key, [word.encode()])  # the scan can see it
         skills.delete(f"Feed the {word.upper()}")
         assert find_plaintext(db, keys.sqlcipher_key, [word.encode()]) == []
-        assert [s.name for s in skills.list()] == ["water the fern"]
+        assert [s.name for s in skills.list()][-1] == "water the fern"
+        assert len(skills.list()) == 301
     assert find_plaintext(db, keys.sqlcipher_key, [word.encode()]) == []
 
 
