@@ -1,10 +1,11 @@
 """The agent-memory layer: ``AgentMemory`` on the encrypted memory store (see
 ``memory``); its SQL is in ``repository``, its math in ``fsrs`` and ``dedup``. Over it:
-a plain chat history (``chat``, with limits in ``chat_limits``) and skills (``skills``,
-their SQL in ``skill_repository``)."""
+a plain chat history (``chat``, its records in ``chat_messages``, limits in
+``chat_limits``) and skills (``skills``, their SQL in ``skill_repository``)."""
 
-from .chat import ChatHistory, ChatMemory, ChatMessage, Removal
+from .chat import ChatHistory, ChatMemory
 from .chat_limits import CapacityLimitedChat, SummarizingChat, TokenLimitedChat
+from .chat_messages import ChatMessage, Removal
 from .memory import AgentMemory
 from .records import (
     ConsolidationReport,

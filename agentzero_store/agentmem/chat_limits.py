@@ -20,14 +20,8 @@ from types import TracebackType
 from typing import Any
 
 from ..base.errors import InvalidArgumentError
-from .chat import (
-    ChatMemory,
-    ChatMessage,
-    Removal,
-    Strategy,
-    choose_by_count,
-    droppable,
-)
+from .chat import ChatMemory
+from .chat_messages import ChatMessage, Removal, Strategy, choose_by_count, droppable
 from .memory import AgentMemory
 from .summarize import ExtractiveSummarizer, Summarizer
 from .tokens import count_tokens

@@ -19,7 +19,7 @@ from ..base.errors import InvalidArgumentError
 from ..embed.vectors import Embedder, as_vectors
 
 if TYPE_CHECKING:
-    from .chat import ChatMessage
+    from .chat_messages import ChatMessage
 
 # A sentence ends at . ! or ? (a closing quote or bracket after it stays with it) before
 # whitespace, or at a line break: the summaries this module writes are one sentence per line.
