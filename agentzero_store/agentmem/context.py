@@ -8,7 +8,7 @@
   serving stale turns. Pins (``am_pin``) are read from the database.
 - **Warm**: a summary of the turns before the hot ones. Extractive by default
   (``extractive``: MMR over the turns' vectors — central to the conversation, not
-  redundant with each other), or the text of a caller's ``Summarizer`` (an LLM, say).
+  redundant with each other), or the text of a caller's ``TurnSummarizer`` (an LLM, say).
   Stored with a TTL (``warm_ttl_days``); a summary whose source was forgotten is never
   used (its text could quote it), and erase deletes it.
 - **Cold**: part 1's memories, reached by ``recall``.
@@ -16,7 +16,7 @@
 
 ``pack`` fills a ``ContextPack`` in priority order — pinned, core facts, hot turns, warm
 summary, recalled memories — each item labelled, each memory once (by id and by text
-fingerprint), never more than ``max_tokens`` counted by ``TokenCounter``.
+fingerprint), never more than ``max_tokens`` counted by ``Budget`` (``tokens``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 from ..base.errors import InvalidArgumentError
 from ..embed.vectors import Embedder
 from .records import Memory
+from .tokens import TokenCounter, count_tokens
 
 SECTIONS = ("pinned", "core", "hot", "warm", "recalled")
 _TITLES = {
@@ -43,42 +44,30 @@ _TITLES = {
 }
 
 
-class Summarizer(Protocol):
-    """Turns a conversation's earlier turns into a summary text (e.g. an LLM call)."""
+class TurnSummarizer(Protocol):
+    """Turns a conversation's earlier turns into a warm summary's text (e.g. an LLM
+    call); ``summarize.Summarizer`` is its twin for chat messages."""
 
     def summarize(self, turns: Sequence[Memory]) -> str:
         """The summary of ``turns`` (oldest first)."""
         ...
 
 
-class TokenCounter:
-    """Counts tokens the way the embedder does when it can say (``count_tokens``, e.g.
-    the local model's WordPiece tokenizer), else estimates 4 tokens per 3 words — the
-    usual English average for BPE and WordPiece tokenizers — and says so in ``method``."""
+class Budget:
+    """Counts a pack's tokens with ``tokens.count_tokens`` (the embedder's tokenizer, else
+    the 4/3-per-word estimate) and says which in ``method``."""
 
     def __init__(self, embedder: Embedder | None) -> None:
-        counter = getattr(embedder, "count_tokens", None)
-        self._counter: Callable[[Sequence[str]], Sequence[int]] | None = (
-            counter if callable(counter) else None
-        )
+        self._embedder = embedder
         self.method = (
             f"tokenizer of {embedder.model_id}"
-            if self._counter is not None and embedder is not None
+            if embedder is not None and isinstance(embedder, TokenCounter)
             else "estimate: 4 tokens per 3 words"
         )
 
     def count(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text (no special tokens)."""
-        if not texts:
-            return []
-        if self._counter is not None:
-            return [int(n) for n in self._counter(list(texts))]
-        return [estimate_tokens(t) for t in texts]
-
-
-def estimate_tokens(text: str) -> int:
-    """ceil(4/3 per whitespace-separated word)."""
-    return -(-len(text.split()) * 4 // 3)
+        return count_tokens(texts, self._embedder)
 
 
 @dataclass(frozen=True)
@@ -156,7 +145,7 @@ def render(items: Sequence[ContextItem]) -> str:
 def pack(
     candidates: Sequence[tuple[str, Sequence[ContextItem]]],
     max_tokens: int,
-    counter: TokenCounter,
+    counter: Budget,
     fingerprint: Callable[[str], str],
 ) -> ContextPack:
     """Fill a pack from ``(section, items)`` in priority order: each memory once (by id,
@@ -290,10 +279,9 @@ __all__ = [
     "SECTIONS",
     "ContextItem",
     "ContextPack",
+    "Budget",
     "HotTier",
-    "Summarizer",
-    "TokenCounter",
-    "estimate_tokens",
+    "TurnSummarizer",
     "extractive",
     "items",
     "pack",

@@ -34,11 +34,11 @@ from . import namespaces as ns
 from .archive import Archive
 from .consolidate import consolidate
 from .context import (
+    Budget,
     ContextItem,
     ContextPack,
     HotTier,
-    Summarizer,
-    TokenCounter,
+    TurnSummarizer,
     extractive,
     spaced,
 )
@@ -62,6 +62,7 @@ from .records import (
     entity_key,
 )
 from .repository import Filter, NewMemory, SqliteRepository
+from .tokens import count_tokens
 
 Clock = Callable[[], datetime]
 Mode = Literal["auto", "semantic", "keyword", "hybrid"]
@@ -111,7 +112,7 @@ class AgentMemory:
         self.repo = SqliteRepository(store, org_id, self.scope_agent)
         self._guard = ns.Guard(self.repo, namespace, agent_id)
         self._hot = HotTier(self.config.hot_turns)
-        self._tokens = TokenCounter(store.embedder)
+        self._tokens = Budget(store.embedder)
         self.archive_file = Archive(
             Layout(store.data_dir).memory_archive,
             store.keys.archive_key,
@@ -723,7 +724,7 @@ class AgentMemory:
     def prune(self, max_tokens: int, *, dry_run: bool = False) -> list[str]:
         """Archive the least important memories until the live ones fit in
         ``max_tokens`` (TnsAI's prune, but soft: ``restore`` brings any back). Tokens are
-        estimated as 4/3 per word (the embedder's tokenizer is not consulted); importance
+        counted by ``tokens.count_tokens`` (the embedder's tokenizer, else 4/3 a word); importance
         is ``importance()``'s score, recency counted from the last access. Returns the
         ids archived (with ``dry_run``, that would be), least important first."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
@@ -734,8 +735,9 @@ class AgentMemory:
         now_us = self.now_us()
         scored = []
         total = 0
-        for mid, text, created, last, count, sal, imp in self.repo.live_texts():
-            tokens = -(-len(text.split()) * 4 // 3)
+        live = self.repo.live_texts()
+        counts = count_tokens([r[1] for r in live], self.store.embedder)
+        for (mid, _, created, last, count, sal, imp), tokens in zip(live, counts, strict=True):
             total += tokens
             days = max(0.0, (now_us - (last or created)) / DAY_US)
             scored.append((fsrs.importance_score(days, count, sal, imp), created, mid, tokens))
@@ -901,7 +903,7 @@ class AgentMemory:
         return turns, tool
 
     def summarize(
-        self, conversation_id: str, summarizer: Summarizer | None = None
+        self, conversation_id: str, summarizer: TurnSummarizer | None = None
     ) -> tuple[str | None, list[str]]:
         """Make (or remake) the warm summary of a conversation's turns before its hot
         ones, kept ``warm_ttl_days``: the text of ``summarizer`` if given, else extractive

@@ -204,6 +204,24 @@ class DuplicateIdError(InvalidArgumentError):
     )
 
 
+class SkillFileError(InvalidArgumentError):
+    """Skill files to import are malformed. Each problem names its file and line; nothing
+    was imported (an import is all or nothing)."""
+
+    code = "invalid_skill_file"
+    default_hint = "fix the files named (or move them out of the directory) and import again"
+
+    def __init__(self, message: str, problems: list[str], *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.problems = list(problems)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Machine-readable form with every problem (``file:line: what``)."""
+        d = super().to_dict()
+        d["problems"] = list(self.problems)
+        return d
+
+
 class NotFoundError(AgentZeroStoreError):
     """The requested entry or document does not exist (or was deleted or expired)."""
 

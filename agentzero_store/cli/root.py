@@ -20,6 +20,7 @@ from ..storage.key_header import store_exists
 from . import memory as cli_memory
 from . import ops as cli_ops
 from . import reembed as cli_reembed
+from . import skill as cli_skill
 from . import store as cli_store
 from .common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
 
@@ -31,6 +32,9 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(cli_memory.app, name="memory", help="Conversation memory: append, recall, forget.")
+app.add_typer(
+    cli_skill.app, name="skill", help="An agent's skills: save, show, list, export, import."
+)
 # Sub-apps are added here (store, rag, key, mcp).
 app.add_typer(
     cli_store.app, name="store", help="Indexes (status, rebuild, reembed); verify, backup, restore."

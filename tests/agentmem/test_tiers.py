@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentzero_store import LocalEmbedder, MemoryEntry, SqliteMemoryStore, StoreConfig, Turn
-from agentzero_store.agentmem.context import SECTIONS, TokenCounter, estimate_tokens
+from agentzero_store.agentmem.context import SECTIONS, Budget
 from agentzero_store.agentmem.records import Memory
+from agentzero_store.agentmem.tokens import estimate_tokens
 from agentzero_store.base.errors import InvalidArgumentError, NotFoundError
 from tests.conftest import FAST, PASSPHRASE
 
@@ -82,7 +83,7 @@ def test_context_counts_with_the_embedders_tokenizer(
     with open_memory(data_dir, clock, embedder=local_embedder) as mem:
         mem.add_turn("c1", "user", "Antidisestablishmentarianism is a long word")
         pack = mem.context("c1", max_tokens=100)
-        counter = TokenCounter(local_embedder)
+        counter = Budget(local_embedder)
         assert pack.counted_with == counter.method != "estimate: 4 tokens per 3 words"
         assert pack.tokens == counter.count([pack.text()])[0] <= 100
 
