@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-all lint bench clean
+.PHONY: demo test test-all lint bench install-check clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	# The layer contracts in pyproject.toml (docs/architecture.md): a wrong import fails.
 	$(VENV)/bin/lint-imports
+
+# `pip install .` into a fresh venv, then the installed agentzero from another directory:
+# init, append, hybrid recall, and an MCP session (scripts/install-check).
+install-check:
+	PYTHON=$(PYTHON) bash scripts/install-check
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py --quick

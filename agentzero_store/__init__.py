@@ -5,7 +5,19 @@ higher one (see docs/architecture.md). Python runs it before any submodule of th
 package can be imported, so what it plugs in holds in every process.
 """
 
-from .agentmem import AgentMemory, Turn
+from .agentmem import (
+    AgentMemory,
+    CapacityLimitedChat,
+    ChatHistory,
+    ChatMessage,
+    ExtractiveSummarizer,
+    Skill,
+    SkillStore,
+    Summarizer,
+    SummarizingChat,
+    TokenLimitedChat,
+    Turn,
+)
 from .base.config import KdfParams, StoreConfig
 from .base.errors import (
     AgentZeroStoreError,
@@ -21,6 +33,7 @@ from .base.errors import (
     NotFoundError,
     SchemaVersionError,
     SidecarCorruptError,
+    SkillFileError,
     StoreClosedError,
     StoreExistsError,
     StoreIOError,
@@ -44,6 +57,9 @@ install_rotation_resumer(resume_rotation)
 __all__ = [
     "AgentMemory",
     "AgentZeroStoreError",
+    "CapacityLimitedChat",
+    "ChatHistory",
+    "ChatMessage",
     "CorruptStoreError",
     "Credential",
     "CredentialRequiredError",
@@ -52,6 +68,7 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "EmbedderMismatchError",
+    "ExtractiveSummarizer",
     "InvalidArgumentError",
     "InvalidKeyError",
     "KdfParams",
@@ -62,13 +79,19 @@ __all__ = [
     "NotFoundError",
     "SchemaVersionError",
     "SidecarCorruptError",
+    "Skill",
+    "SkillFileError",
+    "SkillStore",
     "SqliteMemoryStore",
     "StoreClosedError",
     "StoreConfig",
     "StoreExistsError",
     "StoreIOError",
     "StoreNotFoundError",
+    "SummarizingChat",
+    "Summarizer",
     "TamperedRecordError",
+    "TokenLimitedChat",
     "Turn",
     "WrongKeyError",
     "generate_key_file",

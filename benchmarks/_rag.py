@@ -16,7 +16,16 @@ from typing import Any
 
 import numpy as np
 import tantivy
-from _data import Beir, load_beir, ndcg_at_10, scifact_present, subset, texts, vocabulary
+from _data import (
+    SCIFACT_ORIGIN,
+    Beir,
+    load_beir,
+    ndcg_at_10,
+    scifact_present,
+    subset,
+    texts,
+    vocabulary,
+)
 from _harness import Figure, Skipped, median, paired, pct
 
 from agentzero_store import LocalEmbedder, StoreConfig
@@ -267,7 +276,9 @@ def scifact(
 ) -> list[Figure] | Skipped:
     """SciFact: ingest with the local embedder vs raw encode; nDCG@10 per mode."""
     if not scifact_present(path):
-        return Skipped("scifact", f"no SciFact data at {path} (pass --scifact PATH)")
+        return Skipped(
+            "scifact", f"no SciFact data at {path}: {SCIFACT_ORIGIN}; pass --scifact PATH"
+        )
     data = load_beir(path)
     if quick:
         data = subset(data, n_queries=10, extra_docs=40)
@@ -335,7 +346,9 @@ def scifact(
 def blinded(tmp: Path, path: Path, *, quick: bool) -> list[Figure] | Skipped:
     """Issue 8 on SciFact: blinded BM25 terms vs plain ones, in ranking and ingest cost."""
     if not scifact_present(path):
-        return Skipped("blinded", f"no SciFact data at {path} (pass --scifact PATH)")
+        return Skipped(
+            "blinded", f"no SciFact data at {path}: {SCIFACT_ORIGIN}; pass --scifact PATH"
+        )
     data = load_beir(path)
     tag = ""
     if quick:

@@ -60,6 +60,11 @@ from agentzero_store.embed.local import LOCAL_MODEL_SHA256  # noqa: E402
 from agentzero_store.embed.vectors import Embedder, Vector  # noqa: E402
 
 DATA_FILE = "locomo-dev.json"
+ORIGIN = (
+    "the first 5 conversations of LoCoMo's locomo10.json (Maharana et al. 2024, CC BY-NC "
+    "4.0) as locomo-dev.json, read in place and never shipped with the repo (see "
+    "docs/design.md, Evaluation data)"
+)
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo-dev"
 K = 10
 CATEGORIES = (1, 2, 3, 4)  # 5 (adversarial) has no answer in the conversation
@@ -297,12 +302,14 @@ RANKERS: dict[str, Ranker] = {
     for m in ("keyword", "semantic", "hybrid", "auto")
 }
 RANKERS["store-hybrid"] = Ranker("store-hybrid", store_hybrid, REFERENCE.get("hybrid"))
-# The ablation of mode auto (--ablation): each signal alone (every other weight 0; the
-# candidates still come from the semantic and keyword stages), and the fusion without it.
+# The ablation of mode auto (--ablation): each signal alone (its weight 1, every other 0;
+# the candidates still come from the semantic and keyword stages), and the fusion without
+# it. The rankers share the store, so every recall's logged accesses feed the activation
+# signal of the rankers after it: only-activation is not one ranker's own history.
 ABLATION = [f"{how}-{s}" for s in SIGNALS for how in ("only", "without")]
 for _s in SIGNALS:
     RANKERS[f"only-{_s}"] = Ranker(
-        f"only-{_s}", recall_mode("auto", {o: 0.0 for o in SIGNALS if o != _s})
+        f"only-{_s}", recall_mode("auto", {o: 1.0 if o == _s else 0.0 for o in SIGNALS})
     )
     RANKERS[f"without-{_s}"] = Ranker(f"without-{_s}", recall_mode("auto", {_s: 0.0}))
 DEFAULT_MODES = ("keyword", "semantic", "hybrid", "auto", "store-hybrid")
@@ -534,7 +541,7 @@ def figures(
     """The ``locomo`` group of ``benchmarks/run.py``: recall@10 per mode beside the README's
     raw-library reference (not judged: there is no goal yet)."""
     if not (data_dir / DATA_FILE).is_file():
-        return Skipped("locomo", f"no LoCoMo dev data at {data_dir} (pass --locomo PATH)")
+        return Skipped("locomo", f"no LoCoMo dev data at {data_dir}: {ORIGIN}; pass --locomo PATH")
     rep = run(
         data_dir,
         list(RANKERS.values()),
@@ -602,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(RANKERS)}")
     data_file = args.data / DATA_FILE
     if not data_file.is_file():
-        print(f"locomo: skipped: no {DATA_FILE} in {args.data} (pass --data PATH)")
+        print(f"locomo: skipped: no {DATA_FILE} in {args.data}: {ORIGIN}; pass --data PATH")
         return 0
     vector_dir = args.cache_dir or cache_dir()
     if vector_dir.resolve().is_relative_to(REPO):

@@ -39,7 +39,7 @@ sys.path[:0] = [str(HERE), str(REPO)]
 from _harness import Figure, Skipped, table  # noqa: E402
 
 GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger",
-          "locomo", "agentmem")
+          "locomo", "agentmem", "tiers")
 NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
 
@@ -138,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
 
             progress("agentmem: add_turn(s), consolidate and recall beside the memory store")
             figures += _agentmem.run(Path(tmp), quick=args.quick, n=args.n, progress=progress)
+        if "tiers" in args.groups:
+            import _tiers
+
+            progress("tiers: context(), the hot tier and the namespace check")
+            figures += _tiers.run(Path(tmp), quick=args.quick, n=args.n, progress=progress)
         if "scifact" in args.groups:
             import _rag
 

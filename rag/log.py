@@ -105,6 +105,7 @@ class DocumentLog(LogReader):
         self._catalog = CatalogFile(path, keys, io)
         self._covered = 0  # records the catalog on disk covers
         self._acks: SourceGuard | None = None  # the ledger's view of this log, if any
+        self.migrated: int | None = None  # documents sealed from a plaintext log by open
 
     @classmethod
     def open(
@@ -172,7 +173,9 @@ class DocumentLog(LogReader):
                     path=self.path,
                     hint="open it read-write with migrate_legacy=True to seal it",
                 )
-            migrate_legacy_log(self.path, self._codec, io=self._io, clock=self._clock)
+            self.migrated = migrate_legacy_log(
+                self.path, self._codec, io=self._io, clock=self._clock
+            )
         self._load()
 
     def _load(self) -> None:

@@ -11,13 +11,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentzero_store.base.config import Layout
 from agentzero_store.base.errors import CorruptStoreError
 from agentzero_store.storage.fileio import DEFAULT_IO, FileIO, atomic_write, translate_os_errors
 from agentzero_store.storage.keys import StoreKeys
+from agentzero_store.storage.sources import SourceGuard, open_ledger
 
 from .framing import DamagedLine, LogCodec, iter_raw_lines, new_generation, parse_frame
 from .log import DocumentLog
-from .migrate import log_kind
+from .migrate import log_kind, read_legacy_log
 from .records import LogHeader, utcnow
 from .replay import LineChecker, Replayed, replay
 
@@ -133,9 +135,35 @@ def reseal_log(path: Path, old: StoreKeys, new: StoreKeys, *, io: FileIO = DEFAU
     return True
 
 
+def legacy_documents(path: Path) -> int:
+    """How many documents the plaintext legacy log at ``path`` holds; reads only, and
+    raises ``CorruptStoreError`` naming a line that is not a document."""
+    return len(read_legacy_log(path, utcnow()))
+
+
+def adopt_legacy_log(
+    layout: Layout, keys: StoreKeys, *, io: FileIO = DEFAULT_IO
+) -> tuple[int, bool]:
+    """Seal the plaintext legacy log of a data dir being adopted (``ops.create``).
+
+    Returns (documents in the sealed log, whether this call sealed it). The log is
+    checked against the ledger like at any open, so a plaintext file where the ledger
+    knew a sealed log is refused, never sealed. The caller holds the writer role.
+    """
+    ledger = open_ledger(layout, keys, writable=True)
+    try:
+        guard = SourceGuard(ledger, "documents", layout.rag_log)
+        with DocumentLog.open(layout.rag_log, keys, io=io, create=False, acks=guard) as doclog:
+            return len(doclog), doclog.migrated is not None
+    finally:
+        ledger.close()
+
+
 __all__ = [
     "LogCheck",
+    "adopt_legacy_log",
     "check_log",
+    "legacy_documents",
     "log_kind",
     "reseal_log",
     "sealed_with",

@@ -129,16 +129,13 @@ def legacy_record(obj: object, now: datetime) -> DocumentRecord:
     )
 
 
-def migrate_legacy_log(
-    path: Path, codec: LogCodec, *, io: FileIO, clock: Callable[[], datetime]
-) -> int:
-    """Replace the plaintext log at ``path`` by a sealed one; returns the documents kept.
+def read_legacy_log(path: Path, now: datetime) -> list[DocumentRecord]:
+    """Every document of the plaintext log at ``path``, in last-write order (a later line
+    with the same id replaces an earlier one). Reads only.
 
-    A line that is not a document raises ``CorruptStoreError`` and the file is left as
-    it was; only an unparsable last line without a newline (a torn legacy write) is
-    skipped, with a warning.
+    A line that is not a document raises ``CorruptStoreError``; only an unparsable last
+    line without a newline (a torn legacy write) is skipped, with a warning.
     """
-    now = clock()
     docs: dict[str, DocumentRecord] = {}
     with translate_os_errors("reading", path), open(path, "rb") as f:
         for raw in iter_raw_lines(f):
@@ -150,23 +147,38 @@ def migrate_legacy_log(
                 if not raw.complete:
                     msg = f"{path}: skipping a torn last legacy line at offset {raw.offset}"
                     logger.warning(msg)
-                    warnings.warn(msg, UserWarning, stacklevel=3)
+                    warnings.warn(msg, UserWarning, stacklevel=4)
                     break
                 raise CorruptStoreError(
                     f"legacy document log line {raw.lineno} is not a document ({exc})",
                     path=path,
                     record=raw.lineno,
                     offset=raw.offset,
-                    hint="fix or remove that line, then open again; the file was not modified",
+                    hint="fix or remove that line, then try again; the file was not modified",
                 ) from None
             docs.pop(rec.id, None)  # keep last-write order
             docs[rec.id] = rec
-    entries: list[Entry] = list(docs.values())
+    return list(docs.values())
+
+
+def migrate_legacy_log(
+    path: Path, codec: LogCodec, *, io: FileIO, clock: Callable[[], datetime]
+) -> int:
+    """Replace the plaintext log at ``path`` by a sealed one; returns the documents kept.
+
+    A line that is not a document raises ``CorruptStoreError`` and the file is left as
+    it was (see ``read_legacy_log``).
+    """
+    now = clock()
+    entries: list[Entry] = list(read_legacy_log(path, now))
     data = codec.encode_log(LogHeader(new_generation(), now, "migrate"), entries)
     # Hold the old inode open across the replace so its plaintext can be overwritten.
     with translate_os_errors("opening", path):
         old_fd = io.open(path, os.O_WRONLY)
     try:
+        # The commit point: before the rename the plaintext log is whole, after it the
+        # sealed one is; a crash in between leaves only a sealed temp file, removed by
+        # the next writer (``cleanup_temp_files``).
         atomic_write(path, data, io=io)
         _scrub(old_fd, path, io)
     finally:

@@ -148,6 +148,9 @@ def test_every_verb_with_its_json(data_dir: Path) -> None:
         "merged",
         "expired",
         "purged",
+        "core_promoted",
+        "core_demoted",
+        "warm_evicted",
         "dry_run",
     }
     assert mem(data_dir, "consolidate")["dry_run"] is False

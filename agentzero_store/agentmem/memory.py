@@ -9,6 +9,9 @@ consolidation in ``consolidate``.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -16,16 +19,29 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+import numpy as np
+
 from ..base.config import Layout, StoreConfig
-from ..base.errors import InvalidArgumentError, NotFoundError
+from ..base.errors import AccessDeniedError, InvalidArgumentError, NotFoundError
 from ..base.limits import MAX_TTL_SECONDS, check_limit, check_text
 from ..embed.vectors import Embedder
-from ..memory.records import KINDS, MemoryEntry, from_us, to_us
+from ..memory.records import KINDS, MemoryEntry, from_us, text_fingerprint, to_us
 from ..memory.store import SqliteMemoryStore
-from ..memory.write import Prepared
+from ..memory.write import Prepared, new_ids
+from . import context as ctx
 from . import fsrs
+from . import namespaces as ns
 from .archive import Archive
 from .consolidate import consolidate
+from .context import (
+    Budget,
+    ContextItem,
+    ContextPack,
+    HotTier,
+    TurnSummarizer,
+    extractive,
+    spaced,
+)
 from .lifecycle import Lifecycle
 from .parts import Parts, new_memory
 from .recall import Recaller
@@ -46,6 +62,7 @@ from .records import (
     entity_key,
 )
 from .repository import Filter, NewMemory, SqliteRepository
+from .tokens import count_tokens
 
 Clock = Callable[[], datetime]
 Mode = Literal["auto", "semantic", "keyword", "hybrid"]
@@ -53,6 +70,7 @@ Archived = Literal["exclude", "include", "only"]  # which memories ``memories`` 
 DAY_US = 86_400 * 1_000_000
 FACT_CONVERSATION = "facts"  # the conversation id of fact and procedure memories
 DEFAULT_CONVERSATION = "memories"  # ... of ``remember`` without one
+ADOPT_SLACK = 1_000  # labels adoption may re-check on open before it records its mark
 
 
 def _unit(name: str, value: float) -> float:
@@ -69,15 +87,33 @@ class AgentMemory:
     """The memory of one agent (``org_id``, ``agent_id``) in a data dir."""
 
     def __init__(
-        self, store: SqliteMemoryStore, org_id: str, agent_id: str, *, own_store: bool
+        self,
+        store: SqliteMemoryStore,
+        org_id: str,
+        agent_id: str,
+        *,
+        own_store: bool,
+        namespace: str | None = None,
+        session: str | None = None,
     ) -> None:
         self.store = store
         self.config: StoreConfig = store.config
         self.org_id = org_id
-        self.agent_id = agent_id
+        self.agent_id = agent_id  # who acts; the data's scope is ``scope_agent``
+        self.shared_namespace = namespace  # the namespace this handle reads and writes
+        self.session = session
+        if namespace is not None:
+            self.scope_agent = ns.scope_agent(namespace)
+        elif session is not None:
+            self.scope_agent = ns.session_agent(agent_id, session)
+        else:
+            self.scope_agent = agent_id
         self._own_store = own_store
         self._clock: Clock = store._clock
-        self.repo = SqliteRepository(store, org_id, agent_id)
+        self.repo = SqliteRepository(store, org_id, self.scope_agent)
+        self._guard = ns.Guard(self.repo, namespace, agent_id)
+        self._hot = HotTier(self.config.hot_turns)
+        self._tokens = Budget(store.embedder)
         self.archive_file = Archive(
             Layout(store.data_dir).memory_archive,
             store.keys.archive_key,
@@ -86,7 +122,7 @@ class AgentMemory:
         )
         self._accesses: list[tuple[str, int]] = []
         parts = Parts(
-            store, self.repo, self.archive_file, self.config, self._clock, org_id, agent_id
+            store, self.repo, self.archive_file, self.config, self._clock, org_id, self.scope_agent
         )
         self._life = Lifecycle(parts)
         self._recaller = Recaller(parts, self._life.hydrate)
@@ -109,15 +145,18 @@ class AgentMemory:
         create: bool = True,
         prompt: bool | None = None,
         hnsw: bool = True,
+        namespace: str | None = None,
     ) -> AgentMemory:
         """Open the agent memory of (``org_id``, ``agent_id``) in ``data_dir``: the same
         data dir, key and ``memory.db`` as ``SqliteMemoryStore``. ``clock`` returns the
         aware current time (injected so decay and TTL are testable without sleeping).
+        ``namespace``: read and write that shared namespace instead, as ``agent_id``;
+        AccessDeniedError unless it owns it or is granted it (checked on every call).
         """
         for name, v in (("org_id", org_id), ("agent_id", agent_id)):
-            if not isinstance(v, str) or not v.strip():
-                raise InvalidArgumentError(f"{name} must be a non-empty string")
-            check_text(name, v)
+            ns.check_name(name, v)
+        if namespace is not None:
+            ns.check_name("namespace", namespace)
         store = SqliteMemoryStore.open(
             data_dir,
             passphrase=passphrase,
@@ -131,14 +170,30 @@ class AgentMemory:
             hnsw=hnsw,
         )
         try:
-            mem = cls(store, org_id, agent_id, own_store=True)
+            mem = cls(store, org_id, agent_id, own_store=True, namespace=namespace)
             mem.repo.migrate()
+            mem._guard.check()
             mem._life.check_archive()
             mem._life.finish_pending_erase()
+            mem._adopt()
         except BaseException:
             store.close()
             raise
         return mem
+
+    def _adopt(self) -> None:
+        """Give this scope's memories written below the layer (``SqliteMemoryStore``,
+        ``agentzero memory append``) their layer rows: episodic, as if ``add_turn`` had
+        written them, so recall, context and consolidation see them too."""
+        while True:
+            rows, after, top = self.repo.unadopted()
+            if rows:
+                metas = [self._new("episodic", content) for _, _, _, content, _ in rows]
+                self.repo.adopt(rows, metas, rows[-1][0])
+                continue
+            if top - after > ADOPT_SLACK:  # let the next open skip what this one checked
+                self.repo.adopt([], [], top)
+            return
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -175,6 +230,32 @@ class AgentMemory:
     def _new(self, type_: str, text: str, **kw: Any) -> NewMemory:
         return new_memory(self.config, type_, text, **kw)
 
+    @staticmethod
+    def _turn_memory(prepared: Prepared, i: int, meta: NewMemory) -> Memory:
+        """The memory a write just made, as ``get`` would read it (for the hot tier)."""
+        e = prepared.entries[i]
+        created = e.created_at or from_us(prepared.now_us)
+        return Memory(
+            id=prepared.ids[i],
+            type=meta.type,  # type: ignore[arg-type]
+            content=e.content,
+            role=e.role,
+            conversation_id=e.conversation_id,
+            speaker=meta.speaker,
+            created_at=created,
+            expires_at=e.expires_at,
+            confidence=meta.confidence,
+            importance=meta.importance,
+            salience=meta.salience,
+            stability_days=meta.stability,
+            difficulty=meta.difficulty,
+            last_review=created,
+            access_count=0,
+            archived=False,
+            about=tuple(n for n, _ in sorted(meta.about, key=lambda a: a[1])),
+            metadata=dict(e.metadata),
+        )
+
     def _entry(
         self,
         content: str,
@@ -191,7 +272,7 @@ class AgentMemory:
             role=role,
             conversation_id=conversation_id,
             org_id=self.org_id,
-            agent_id=self.agent_id,
+            agent_id=self.scope_agent,
             created_at=created_at,
             expires_at=expires_at,
             metadata=dict(metadata or {}),
@@ -252,8 +333,18 @@ class AgentMemory:
         metas = [self._new("episodic", t.content, speaker=t.speaker, about=about) for t in turns]
         prepared = self.store.prepare(entries, vectors)
         with self.repo.transaction() as tx:
+            before = self.repo.feed_seq(tx)
             written = tx.insert(prepared)
             self.repo.insert(tx, prepared, written, metas)
+            after = self.repo.feed_seq(tx)
+        if written:
+            at = {mid: i for i, mid in enumerate(prepared.ids)}
+            self._hot.appended(
+                conversation_id,
+                [self._turn_memory(prepared, at[mid], metas[at[mid]]) for mid, _ in written],
+                before,
+                after,
+            )
         return prepared.ids
 
     def remember(
@@ -329,12 +420,38 @@ class AgentMemory:
         single_valued: bool = True,
         valid_from: datetime | None = None,
         vector: Any = None,
+        core: bool = False,
     ) -> WriteResult:
         """Believe (subject, predicate, object). For a ``single_valued`` (subject,
         predicate), a new object closes the facts it replaces (``valid_to``) and links
         them with ``supersedes`` edges: ``WriteResult(..., superseded=[ids])``. The same
         triple again is a ``duplicate``, or ``updated`` if only its confidence changed.
-        Every change is appended to the belief history."""
+        Every change is appended to the belief history. ``core``: the fact loads at
+        every spawn (``context``, ``core_facts``) instead of only when recalled."""
+        result = self._assert_fact(
+            subject,
+            predicate,
+            object,
+            confidence=confidence,
+            single_valued=single_valued,
+            valid_from=valid_from,
+            vector=vector,
+        )
+        if core:
+            self.repo.set_core([result.id], self.now_us(), "asserted")
+        return result
+
+    def _assert_fact(
+        self,
+        subject: str,
+        predicate: str,
+        object: str,  # noqa: A002 - subject, predicate, object
+        *,
+        confidence: float,
+        single_valued: bool,
+        valid_from: datetime | None,
+        vector: Any,
+    ) -> WriteResult:
         parts = (subject, predicate, object)
         keys = (entity_key(subject), entity_key(predicate), entity_key(object))
         confidence = _unit("confidence", confidence)
@@ -653,7 +770,7 @@ class AgentMemory:
     def prune(self, max_tokens: int, *, dry_run: bool = False) -> list[str]:
         """Archive the least important memories until the live ones fit in
         ``max_tokens`` (TnsAI's prune, but soft: ``restore`` brings any back). Tokens are
-        estimated as 4/3 per word (the embedder's tokenizer is not consulted); importance
+        counted by ``tokens.count_tokens`` (the embedder's tokenizer, else 4/3 a word); importance
         is ``importance()``'s score, recency counted from the last access. Returns the
         ids archived (with ``dry_run``, that would be), least important first."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
@@ -664,8 +781,9 @@ class AgentMemory:
         now_us = self.now_us()
         scored = []
         total = 0
-        for mid, text, created, last, count, sal, imp in self.repo.live_texts():
-            tokens = -(-len(text.split()) * 4 // 3)
+        live = self.repo.live_texts()
+        counts = count_tokens([r[1] for r in live], self.store.embedder)
+        for (mid, _, created, last, count, sal, imp), tokens in zip(live, counts, strict=True):
             total += tokens
             days = max(0.0, (now_us - (last or created)) / DAY_US)
             scored.append((fsrs.importance_score(days, count, sal, imp), created, mid, tokens))
@@ -765,6 +883,229 @@ class AgentMemory:
         """What erase removed in this scope (ids, counts and times; never content)."""
         return self.repo.tombstones()
 
+    # ------------------------------------------------------------------ tiers, context
+    def pin(self, memory_id: str) -> None:
+        """Pin a memory: it heads every ``context`` pack until unpinned. All pins of a
+        scope share ``pin_budget_chars`` characters (a memory block's limit)."""
+        m = self._require(memory_id)
+        pinned = self.pinned()
+        if any(p.id == m.id for p in pinned):
+            return
+        used = sum(len(p.content) for p in pinned)
+        budget = self.config.pin_budget_chars
+        if used + len(m.content) > budget:
+            raise InvalidArgumentError(
+                f"pinning {len(m.content)} more characters would exceed the pin budget"
+                f" ({used} of {budget} used)",
+                hint="unpin something first, or raise StoreConfig.pin_budget_chars",
+            )
+        self.repo.set_pin(m.id, self.now_us(), True)
+
+    def unpin(self, memory_id: str) -> None:
+        """Unpin a memory (a no-op if it was not pinned)."""
+        self.repo.set_pin(check_text("id", memory_id), self.now_us(), False)
+
+    def pinned(self) -> list[Memory]:
+        """The pinned memories that are live, oldest pin first."""
+        return self._by_labels(self.repo.pinned_labels())
+
+    def core_facts(self) -> list[Memory]:
+        """The core semantic memories (current facts only), loaded at every spawn."""
+        return self._by_labels(self.repo.core_labels())
+
+    def mark_core(self, memory_id: str, core: bool = True) -> None:
+        """Make a semantic memory core (or, with ``core=False``, archival again)."""
+        m = self._require(memory_id)
+        if m.type != "semantic":
+            raise InvalidArgumentError(f"only semantic memories can be core; {m.id} is {m.type}")
+        self.repo.set_core([m.id], self.now_us(), "asserted" if core else None)
+
+    def _by_labels(self, labels: Sequence[int]) -> list[Memory]:
+        f = Filter(now_us=self.now_us(), include_archived=True)
+        rows = self.repo.rows(labels, f)
+        return self._life.hydrate([rows[lab] for lab in labels if lab in rows])
+
+    def hot(self, conversation_id: str) -> list[Memory]:
+        """The last ``hot_turns`` turns of a conversation, oldest first (from the hot
+        tier: a cache checked against the change feed, see ``context``)."""
+        return self._hot_tier(check_text("conversation_id", conversation_id))[0]
+
+    def latest_tool_result(self, conversation_id: str) -> Memory | None:
+        """The conversation's latest turn of role ``tool`` among its hot turns' era."""
+        return self._hot_tier(check_text("conversation_id", conversation_id))[1]
+
+    def add_tool_result(self, conversation_id: str, tool: str, content: str) -> str:
+        """Remember a tool's (or mesh peer's) result as a turn of role ``tool``."""
+        return self.add_turn(conversation_id, "tool", content, speaker=check_text("tool", tool))
+
+    def _hot_tier(self, conversation_id: str) -> tuple[list[Memory], Memory | None]:
+        self._hot.valid_at(self.store.source_seq())
+        cached = self._hot.get(conversation_id)
+        if cached is not None:
+            return cached
+        turns = self._by_labels(self.repo.last_turns(conversation_id, self.config.hot_turns))
+        tool = next((t for t in reversed(turns) if t.role == "tool"), None)
+        self._hot.fill(conversation_id, turns, tool)
+        return turns, tool
+
+    def summarize(
+        self, conversation_id: str, summarizer: TurnSummarizer | None = None
+    ) -> tuple[str | None, list[str]]:
+        """Make (or remake) the warm summary of a conversation's turns before its hot
+        ones, kept ``warm_ttl_days``: the text of ``summarizer`` if given, else extractive
+        (the ``warm_turns`` turns MMR picks). Returns (text or None, source ids)."""
+        check_text("conversation_id", conversation_id)
+        older = self._older_turns(conversation_id)
+        if not older:
+            return None, []
+        now = self.now_us()
+        expires = now + round(self.config.warm_ttl_days * DAY_US)
+        if summarizer is not None:
+            memories = self._by_labels([lab for lab, _ in older])
+            text = summarizer.summarize(memories)
+            if not isinstance(text, str):
+                raise InvalidArgumentError("a Summarizer must return a str")
+            sources = [m.id for m in memories]
+        else:
+            text = None
+            sources = [older[i][1] for i in self._extract(older)]
+        self.repo.put_summary(new_ids(1, now)[0], conversation_id, text, sources, now, expires)
+        return text, sources
+
+    def _older_turns(self, conversation_id: str) -> list[tuple[int, str]]:
+        hot = self.repo.last_turns(conversation_id, self.config.hot_turns)
+        return self.repo.turns_before(conversation_id, hot[0] if hot else None)
+
+    def _extract(self, older: Sequence[tuple[int, str]]) -> list[int]:
+        n = self.config.warm_turns
+        labels = [lab for lab, _ in older]
+        vectors = dict(zip(*self.repo.vectors_of(labels), strict=True)) if labels else {}
+        if len(vectors) == len(labels) and labels:
+            matrix = np.frombuffer(b"".join(vectors[lab] for lab in labels), dtype=np.float32)
+            return extractive(matrix.reshape(len(labels), -1), n, self.config.warm_mmr_lambda)
+        return spaced(len(labels), n)
+
+    def _warm(self, conversation_id: str) -> list[ContextItem]:
+        stored = self.repo.summary(conversation_id, self.now_us())
+        if stored is not None:
+            text, labels = stored
+            if text is not None:
+                return [ContextItem("warm", text, 0)]
+            return ctx.items("warm", self._by_labels(labels))
+        older = self._older_turns(conversation_id)
+        if not older:
+            return []
+        picked = [older[i][0] for i in self._extract(older)]
+        return ctx.items("warm", self._by_labels(picked))
+
+    def context(
+        self,
+        conversation_id: str,
+        query: str | None = None,
+        max_tokens: int = 2000,
+        *,
+        recall_k: int = 10,
+    ) -> ContextPack:
+        """What to load for the next turn of a conversation, in priority order: pinned
+        memories, core facts, the hot turns, the warm summary of earlier turns, then
+        memories recalled for ``query`` (if given) — labelled, each memory once, never
+        more than ``max_tokens`` (counted with the embedder's tokenizer when it has one,
+        else estimated: ``ContextPack.counted_with`` says which)."""
+        check_text("conversation_id", conversation_id)
+        hot = self._hot_tier(conversation_id)[0]
+        candidates: list[tuple[str, Sequence[ContextItem]]] = [
+            ("pinned", ctx.items("pinned", self.pinned())),
+            ("core", ctx.items("core", self.core_facts())),
+            ("hot", ctx.items("hot", hot)),
+            ("warm", self._warm(conversation_id)),
+        ]
+        if query is not None and query.strip():
+            hits = self.recall(query, recall_k, log=False)
+            candidates.append(("recalled", ctx.items("recalled", [h.memory for h in hits])))
+        return ctx.pack(candidates, max_tokens, self._tokens, text_fingerprint)
+
+    # ------------------------------------------------------------------ sharing, sessions
+    def namespace(self, name: str) -> ns.Namespace:
+        """The shared namespace ``name`` of this org, created (owned by this agent) on
+        first use. AccessDeniedError if it exists and this agent neither owns it nor is
+        granted it."""
+        ns.check_name("namespace", name)
+        owner = self.repo.namespace_owner(name)
+        if owner is None:
+            owner = self.repo.create_namespace(name, self.agent_id, self.now_us())
+        handle = ns.Namespace(self.repo, name, self.agent_id, owner, self.now_us)
+        if not handle.has_access(self.agent_id):
+            raise AccessDeniedError(f"agent {self.agent_id!r} has no access to namespace {name!r}")
+        return handle
+
+    def namespaces(self) -> list[ns.NamespaceInfo]:
+        """The namespaces this agent owns or is granted."""
+        return ns.namespaces_of(self.repo, self.agent_id)
+
+    def shared(self, name: str) -> AgentMemory:
+        """This agent's handle on namespace ``name`` (same store; close it when done).
+        AccessDeniedError unless granted, on this call and every later one."""
+        ns.check_name("namespace", name)
+        return self._sibling(namespace=name)
+
+    def start_session(
+        self, name: str, inherits_from: Sequence[str] = (), *, procedures: bool = False
+    ) -> AgentMemory:
+        """A session of this agent: a scope of its own that starts with the current core
+        facts of ``inherits_from`` (sessions of this agent) copied in, and, with
+        ``procedures``, their procedures' outcome counts. Belief history is never
+        inherited. Starting a session that exists reopens it (no second copy)."""
+        if self.shared_namespace is not None or self.session is not None:
+            raise InvalidArgumentError("sessions start from an agent's own memory handle")
+        ns.check_name("session", name)
+        parents = [ns.check_name("inherits_from", p) for p in inherits_from]
+        if name in parents:
+            raise InvalidArgumentError("a session cannot inherit from itself")
+        missing = [p for p in parents if self.repo.session(p) is None]
+        if missing:
+            raise NotFoundError(f"no session {', '.join(map(repr, missing))} of this agent")
+        session = self._sibling(session=name)
+        try:
+            if self.repo.put_session(name, parents, self.now_us()):
+                for parent in parents:
+                    with self._sibling(session=parent) as src:
+                        session._inherit(src, procedures)
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    def _inherit(self, src: AgentMemory, procedures: bool) -> None:
+        for m in src.core_facts():
+            fact = src.repo.fact(m.id)
+            if fact is None:  # a core note, not a triple
+                r = self.remember(m.content, type="semantic", confidence=m.confidence)
+            else:
+                r = self.assert_fact(
+                    fact.subject,
+                    fact.predicate,
+                    fact.object,
+                    confidence=fact.confidence,
+                    single_valued=fact.single_valued,
+                )
+            self.repo.set_core([r.id], self.now_us(), "inherited")
+        if procedures:
+            for p in src.repo.all_procedures():
+                mine = self.record_outcome(p.action, success=True, context=p.context)
+                self.repo.set_outcomes(mine.id, p.successes, p.failures, self.now_us())
+
+    def _sibling(self, *, namespace: str | None = None, session: str | None = None) -> AgentMemory:
+        mem = AgentMemory(
+            self.store,
+            self.org_id,
+            self.agent_id,
+            own_store=False,
+            namespace=namespace,
+            session=session,
+        )
+        mem._guard.check()
+        return mem
+
     def consolidate(
         self,
         now: datetime | None = None,
@@ -776,9 +1117,48 @@ class AgentMemory:
         faded, delete what expired and purge forgets past their window. Deterministic,
         idempotent, and safe to re-run after a crash at any point."""
         self.flush()
-        return consolidate(
-            self._parts, self._life, now or self.now(), dry_run=dry_run, progress=progress
+        at = now or self.now()
+        report = consolidate(self._parts, self._life, at, dry_run=dry_run, progress=progress)
+        return self._tiers(report, to_us(at), dry_run)
+
+    def _tiers(
+        self, report: ConsolidationReport, now_us: int, dry_run: bool
+    ) -> ConsolidationReport:
+        """Consolidation's tier steps: promote archival facts accessed
+        ``core_promote_accesses`` times to core, demote core facts promoted that way and
+        idle ``core_idle_days`` (and any no longer current), evict expired summaries."""
+        up = self.repo.core_candidates(self.config.core_promote_accesses)
+        down = self.repo.core_idle(now_us - round(self.config.core_idle_days * DAY_US))
+        evicted = 0
+        if not dry_run:
+            self.repo.set_core(up, now_us, "accessed")
+            self.repo.set_core(down, now_us, None)
+            evicted = self.repo.evict_summaries(now_us)
+        return dataclasses.replace(
+            report, core_promoted=len(up), core_demoted=len(down), warm_evicted=evicted
         )
+
+
+# Calls that touch no namespace data (or must always work, like close): unchecked.
+_UNGUARDED = frozenset({"open", "close", "now", "now_us", "flush"})
+
+
+def _guarded(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def call(self: AgentMemory, *args: Any, **kwargs: Any) -> Any:
+        self._guard.check()
+        return fn(self, *args, **kwargs)
+
+    return call
+
+
+# Every public call of a handle opened on a namespace checks its grant first (one indexed
+# query; a handle on an agent's own memory or session checks nothing). Wrapping the class
+# here, rather than each method by hand, means a method added later cannot skip the
+# check: tests/agentmem/test_namespaces.py calls every public method after a revoke.
+for _name, _fn in list(vars(AgentMemory).items()):
+    if not _name.startswith("_") and _name not in _UNGUARDED and inspect.isfunction(_fn):
+        setattr(AgentMemory, _name, _guarded(_name, _fn))
 
 
 def _selector(id_: str | None, conversation_id: str | None, about: str | None) -> tuple[str, str]:

@@ -99,17 +99,18 @@ class Recaller:
         signals, info = self._first_stage(query, k, pool, mode, f)
         fusion = {"semantic": cfg.weight_semantic, "keyword": cfg.weight_keyword}
         if mode == "auto":
-            signals = self._signals(query, signals, f, info)
-            chosen = {n: override.get(n, float(getattr(cfg, f"weight_{n}"))) for n in signals}
-            signals = {n: r for n, r in signals.items() if chosen[n] > 0}
+            chosen = {n: override.get(n, float(getattr(cfg, f"weight_{n}"))) for n in SIGNALS}
+            wanted = {n for n, w in chosen.items() if w > 0}  # weight 0: not even computed
+            signals = self._signals(query, signals, f, info, wanted)
+            signals = {n: r for n, r in signals.items() if n in wanted}
             used = {n: chosen[n] for n in signals}
             rrf_k = final_k(cfg.recall_rrf_k, len({x for r in signals.values() for x in r}))
         else:
             rrf_k = cfg.recall_seed_k
             used = fusion if mode == "hybrid" else {name: 1.0 for name in signals}
-        labels = list(dict.fromkeys(lab for ranked in signals.values() for lab in ranked))
-        fps = mem.repo.fingerprints(labels)
-        fused = rrf_fuse(signals, k=rrf_k, limit=k, fingerprint=fps.__getitem__, weights=used)
+        fused = rrf_fuse(
+            signals, k=rrf_k, limit=k, fingerprint=lambda lab: info[lab].fingerprint, weights=used
+        )
         rows = mem.repo.rows([x.key for x in fused], f)
         kept = [(rows[x.key], x) for x in fused if x.key in rows]
         memories = self._hydrate([r for r, _ in kept])
@@ -172,9 +173,11 @@ class Recaller:
         first: dict[str, Sequence[int]],
         f: Filter,
         info: dict[int, Candidate],
+        wanted: set[str],
     ) -> dict[str, Sequence[int]]:
-        """The multi-signal lists of mode ``auto`` (see ``signals``), flat ones left out;
-        ``info`` (every candidate that qualifies) grows with the neighbours that do."""
+        """The multi-signal lists of mode ``auto`` (see ``signals``) among ``wanted``, flat
+        ones left out; ``info`` (every candidate that qualifies) grows with the neighbours
+        that do. Spreading always runs: its activation orders the candidates."""
         mem, cfg = self._mem, self._mem.config
         repo = mem.repo
         seeds = sig.seed_scores(first.values(), cfg.recall_seed_k)
@@ -200,23 +203,24 @@ class Recaller:
         for lab, a in act.items():
             combined[lab] = combined.get(lab, 0.0) + a
         order = sig.ordered(combined)
-        named = repo.known_entities(sig.query_ngrams(query))
+        named = repo.known_entities(sig.query_ngrams(query)) if "entity" in wanted else set()
         if named:
             ent = sig.subset_in_order(order, repo.labels_about(order, sorted(named)))
             if ent:
                 out["entity"] = ent
-        wanted = sig.intent(query)
-        if wanted is not None:
-            typed = sig.subset_in_order(order, {lab for lab in order if info[lab].type == wanted})
+        asked = sig.intent(query) if "intent" in wanted else None
+        if asked is not None:
+            typed = sig.subset_in_order(order, {lab for lab in order if info[lab].type == asked})
             if typed:
                 out["intent"] = typed
         conf = sig.by_value({lab: info[lab].confidence for lab in order}, order)
         if conf:
             out["confidence"] = conf
-        accessed = [lab for lab in order if info[lab].access_count > 0]
-        recent = sig.activation(repo.access_times(accessed), f.now_us, order)
-        if recent:
-            out["activation"] = recent
+        if "activation" in wanted:
+            accessed = [lab for lab in order if info[lab].access_count > 0]
+            recent = sig.activation(repo.access_times(accessed), f.now_us, order)
+            if recent:
+                out["activation"] = recent
         return out
 
     def _query_vector(self, query: str) -> npt.NDArray[np.float32] | None:

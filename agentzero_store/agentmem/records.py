@@ -292,6 +292,9 @@ class ConsolidationReport:
     merged: int = 0  # near-duplicate semantic memories archived into an older twin
     expired: int = 0  # memories past their TTL, deleted
     purged: int = 0  # forgotten memories past their undo window, deleted for good
+    core_promoted: int = 0  # archival facts accessed often enough to load at every spawn
+    core_demoted: int = 0  # core facts idle too long (or no longer current), archival again
+    warm_evicted: int = 0  # warm summaries past their TTL, deleted
     dry_run: bool = False
 
     def to_dict(self) -> dict[str, Any]:

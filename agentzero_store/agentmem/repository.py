@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..memory.write import Prepared
 
 SCHEMA_KEY = "agentmem_schema"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE am_memory (
@@ -164,6 +164,68 @@ _MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX am_memory_turns
         ON am_memory (org_id, agent_id, conversation_id, created_at_us, label);
     """,
+    # v3 (issue 17): shared namespaces and their grants, pins, core facts, warm summaries.
+    # Pins, core marks and summary sources name memories by id only (no text): a forgotten
+    # memory's rows stay, invisible because every read joins the live memory, so undo
+    # brings them back; erase and the purge after an undo window delete them.
+    """
+    CREATE TABLE am_namespace (
+        org_id        TEXT NOT NULL,
+        name          TEXT NOT NULL,
+        owner         TEXT NOT NULL,          -- the agent that created it
+        created_at_us INTEGER NOT NULL,
+        PRIMARY KEY (org_id, name)
+    ) WITHOUT ROWID;
+    CREATE TABLE am_grant (
+        org_id     TEXT NOT NULL,
+        namespace  TEXT NOT NULL,
+        agent_id   TEXT NOT NULL,
+        granted_by TEXT NOT NULL,
+        at_us      INTEGER NOT NULL,
+        PRIMARY KEY (org_id, namespace, agent_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX am_grant_agent ON am_grant (org_id, agent_id);
+    CREATE TABLE am_pin (
+        memory_id TEXT PRIMARY KEY,
+        org_id    TEXT NOT NULL,
+        agent_id  TEXT NOT NULL,
+        at_us     INTEGER NOT NULL
+    );
+    CREATE INDEX am_pin_scope ON am_pin (org_id, agent_id, at_us);
+    CREATE TABLE am_core (
+        memory_id TEXT PRIMARY KEY,           -- a semantic memory (a fact) loaded at spawn
+        org_id    TEXT NOT NULL,
+        agent_id  TEXT NOT NULL,
+        since_us  INTEGER NOT NULL,
+        reason    TEXT NOT NULL CHECK (reason IN ('asserted', 'accessed', 'inherited'))
+    );
+    CREATE INDEX am_core_scope ON am_core (org_id, agent_id, since_us);
+    CREATE TABLE am_summary (
+        id              TEXT PRIMARY KEY,
+        org_id          TEXT NOT NULL,
+        agent_id        TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        text            TEXT,                 -- NULL: extractive, the sources are the text
+        created_at_us   INTEGER NOT NULL,
+        expires_at_us   INTEGER NOT NULL
+    );
+    CREATE INDEX am_summary_conv ON am_summary (org_id, agent_id, conversation_id);
+    CREATE TABLE am_summary_source (
+        summary_id TEXT NOT NULL,
+        memory_id  TEXT NOT NULL,
+        position   INTEGER NOT NULL,
+        PRIMARY KEY (summary_id, memory_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX am_summary_source_memory ON am_summary_source (memory_id);
+    CREATE TABLE am_session (
+        org_id        TEXT NOT NULL,
+        agent_id      TEXT NOT NULL,
+        name          TEXT NOT NULL,
+        inherits      TEXT NOT NULL,          -- JSON list of session names
+        created_at_us INTEGER NOT NULL,
+        PRIMARY KEY (org_id, agent_id, name)
+    ) WITHOUT ROWID;
+    """,
 )
 
 # memory columns, then am_memory columns, as ``_memory`` reads them
@@ -210,6 +272,7 @@ class Candidate:
     access_count: int
     conversation_id: str
     created_at_us: int
+    fingerprint: str
 
 
 @dataclass(frozen=True)
@@ -255,6 +318,10 @@ class SqliteRepository:
                     "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                     (SCHEMA_KEY, str(target)),
                 )
+
+    def feed_seq(self, tx: WriteTx) -> int:
+        """The change feed's newest seq, read inside ``tx`` (under the write lock)."""
+        return int(tx.query("SELECT max(seq) FROM changes")[0][0] or 0)
 
     def transaction(self) -> Any:
         """The memory store's write transaction (a ``WriteTx`` context manager)."""
@@ -372,7 +439,7 @@ class SqliteRepository:
         for part in _batches(list(labels)):
             for r in self._q(
                 "SELECT a.label, a.id, a.type, a.confidence, a.access_count,"
-                " a.conversation_id, a.created_at_us FROM am_memory a"
+                " a.conversation_id, a.created_at_us, a.fingerprint FROM am_memory a"
                 " JOIN memory m ON m.label = a.label"
                 f" WHERE a.label IN ({placeholders(len(part))}) AND +a.org_id = ?"
                 " AND +a.agent_id = ? AND +m.org_id = ? AND +m.agent_id = ?"
@@ -380,7 +447,7 @@ class SqliteRepository:
                 (*part, *self._scope, *self._scope, f.now_us, *params),
             ):
                 out[int(r[0])] = Candidate(
-                    str(r[1]), str(r[2]), float(r[3]), int(r[4]), str(r[5]), int(r[6])
+                    str(r[1]), str(r[2]), float(r[3]), int(r[4]), str(r[5]), int(r[6]), str(r[7])
                 )
         return out
 
@@ -516,12 +583,6 @@ class SqliteRepository:
             (*self._scope, f.now_us, *params),
         )
         return [int(r[0]) for r in rows], b"".join(r[1] for r in rows)
-
-    def fingerprints(self, labels: Sequence[int]) -> dict[int, str]:
-        """Text fingerprint of each label (to keep one of near-identical hits)."""
-        return dict(
-            self._each("SELECT label, fingerprint FROM am_memory WHERE label IN ({in})", labels)
-        )
 
     # ------------------------------------------------------------------ decay, access
     def log_access(self, tx: WriteTx, accesses: Sequence[tuple[str, int]]) -> None:
@@ -884,6 +945,17 @@ class SqliteRepository:
                 tx.execute(f"DELETE FROM {table} WHERE {col} IN ({ph})", args)
             tx.execute(f"DELETE FROM am_edge WHERE src IN ({ph}) OR dst IN ({ph})", args + args)
 
+    def _drop_references(self, tx: WriteTx, ids: Sequence[str]) -> None:
+        """Pins, core marks and every summary made from these memories (a summary's text
+        may quote them): for erase, and the purge after an undo window."""
+        for part in _batches(list(ids)):
+            ph, args = placeholders(len(part)), list(part)
+            tx.execute(f"DELETE FROM am_pin WHERE memory_id IN ({ph})", args)
+            tx.execute(f"DELETE FROM am_core WHERE memory_id IN ({ph})", args)
+            made = f"SELECT summary_id FROM am_summary_source WHERE memory_id IN ({ph})"
+            tx.execute(f"DELETE FROM am_summary WHERE id IN ({made})", args)
+            tx.execute(f"DELETE FROM am_summary_source WHERE summary_id IN ({made})", args)
+
     def forgotten(self, token: str, now_us: int) -> list[tuple[str, dict[str, Any], bytes | None]]:
         """(id, payload, vector) of a forget still within its undo window."""
         rows = self._q(
@@ -953,6 +1025,7 @@ class SqliteRepository:
         cleaned after the commit; ``am_purge`` makes that resumable)."""
         ids = sorted({mid for mid, _ in chosen} | set(forgotten))
         self._drop_layer_rows(tx, ids)
+        self._drop_references(tx, ids)
         for part in _batches(ids):
             ph, args = placeholders(len(part)), list(part)
             tx.execute(f"DELETE FROM am_history WHERE target IN ({ph})", args)
@@ -1119,7 +1192,382 @@ class SqliteRepository:
         """Empty undo entries whose window passed, leaving their cleanup pending exactly
         like an erase's (``am_purge``)."""
         tx.executemany("DELETE FROM am_forgotten WHERE memory_id = ?", [(i,) for i in ids])
+        self._drop_references(tx, ids)
         tx.executemany("INSERT OR IGNORE INTO am_purge (memory_id) VALUES (?)", [(i,) for i in ids])
+
+    # ------------------------------------------------------------------ adoption
+    def unadopted(
+        self, limit: int = 5_000, tx: WriteTx | None = None
+    ) -> tuple[list[tuple[int, str, str, str, int]], int, int]:
+        """Up to ``limit`` (label, id, conversation_id, content, created_at_us) of memory
+        rows of this scope without a layer row yet (written by ``SqliteMemoryStore`` or
+        the CLI's ``memory append``), above the label adoption last reached; and that
+        label, and the largest label in ``memory``."""
+        rows = self._q("SELECT value FROM meta WHERE key = ?", (self._adopted_key(),), tx)
+        after = int(rows[0][0]) if rows else 0
+        top = int(self._q("SELECT max(label) FROM memory", (), tx)[0][0] or 0)
+        found = [
+            (int(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]))
+            for r in self._q(
+                "SELECT m.label, m.id, m.conversation_id, m.content, m.created_at_us"
+                " FROM memory m WHERE m.label > ? AND m.org_id = ? AND m.agent_id = ?"
+                " AND NOT EXISTS (SELECT 1 FROM am_memory a WHERE a.label = m.label)"
+                " ORDER BY m.label LIMIT ?",
+                (after, *self._scope, limit),
+                tx,
+            )
+        ]
+        return found, after, top
+
+    def adopt(
+        self,
+        rows: Sequence[tuple[int, str, str, str, int]],
+        metas: Sequence[NewMemory],
+        reached: int,
+    ) -> None:
+        """Give memory rows their layer rows (``unadopted``), and remember the label
+        adoption reached, so the next open looks only above it. With no rows, only moves
+        that mark, after checking under the write lock that nothing below it is left."""
+        with self.transaction() as tx:
+            if not rows and any(r[0] <= reached for r in self.unadopted(1, tx)[0]):
+                return  # a row came in meanwhile: the next open adopts it
+            tx.executemany(
+                "INSERT OR IGNORE INTO am_memory (id, label, org_id, agent_id, conversation_id,"
+                " type, speaker, created_at_us, fingerprint, confidence, importance, salience,"
+                " stability, difficulty, last_review_us)"
+                " SELECT ?, ?, ?, ?, ?, ?, ?, ?, fingerprint, ?, ?, ?, ?, ?, ? FROM memory"
+                " WHERE label = ?",
+                [
+                    (
+                        mid,
+                        label,
+                        *self._scope,
+                        conv,
+                        m.type,
+                        m.speaker,
+                        created,
+                        m.confidence,
+                        m.importance,
+                        m.salience,
+                        m.stability,
+                        m.difficulty,
+                        created,
+                        label,
+                    )
+                    for (label, mid, conv, _, created), m in zip(rows, metas, strict=True)
+                ],
+            )
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key)"
+                " DO UPDATE SET value = excluded.value",
+                (self._adopted_key(), str(reached)),
+            )
+
+    def _adopted_key(self) -> str:
+        return f"agentmem_adopted:{json.dumps(list(self._scope))}"
+
+    # ------------------------------------------------------------------ namespaces
+    # A namespace's memories live in their own scope (org, ``namespaces.scope_agent``);
+    # these tables say who may use it. They are read by org, whatever this repository's
+    # scope is (an agent's own repository manages the namespaces it owns).
+    def namespace_owner(self, name: str) -> str | None:
+        """The owner of namespace ``name`` of this org, None if there is none."""
+        rows = self._q(
+            "SELECT owner FROM am_namespace WHERE org_id = ? AND name = ?", (self.org_id, name)
+        )
+        return str(rows[0][0]) if rows else None
+
+    def create_namespace(self, name: str, owner: str, at_us: int) -> str:
+        """Create namespace ``name`` owned by ``owner`` unless it exists; its owner."""
+        with self.transaction() as tx:
+            tx.execute(
+                "INSERT OR IGNORE INTO am_namespace (org_id, name, owner, created_at_us)"
+                " VALUES (?,?,?,?)",
+                (self.org_id, name, owner, at_us),
+            )
+            return str(
+                tx.query(
+                    "SELECT owner FROM am_namespace WHERE org_id = ? AND name = ?",
+                    (self.org_id, name),
+                )[0][0]
+            )
+
+    def set_grant(self, name: str, agent_id: str, by: str, at_us: int, granted: bool) -> None:
+        """Grant (or revoke) ``agent_id`` the use of namespace ``name``."""
+        with self.transaction() as tx:
+            if granted:
+                tx.execute(
+                    "INSERT OR IGNORE INTO am_grant (org_id, namespace, agent_id, granted_by,"
+                    " at_us) VALUES (?,?,?,?,?)",
+                    (self.org_id, name, agent_id, by, at_us),
+                )
+            else:
+                tx.execute(
+                    "DELETE FROM am_grant WHERE org_id = ? AND namespace = ? AND agent_id = ?",
+                    (self.org_id, name, agent_id),
+                )
+
+    def may_use(self, name: str, agent_id: str) -> bool:
+        """Whether ``agent_id`` owns namespace ``name`` or is granted it (one query: the
+        check every call of a namespace handle makes)."""
+        rows = self._q(
+            "SELECT EXISTS (SELECT 1 FROM am_namespace WHERE org_id = ?1 AND name = ?2"
+            " AND owner = ?3) OR EXISTS (SELECT 1 FROM am_grant WHERE org_id = ?1"
+            " AND namespace = ?2 AND agent_id = ?3)",
+            (self.org_id, name, agent_id),
+        )
+        return bool(rows[0][0])
+
+    def members(self, name: str) -> list[str]:
+        """The agents granted namespace ``name`` (its owner not included)."""
+        return [
+            str(r[0])
+            for r in self._q(
+                "SELECT agent_id FROM am_grant WHERE org_id = ? AND namespace = ?"
+                " ORDER BY agent_id",
+                (self.org_id, name),
+            )
+        ]
+
+    def namespaces_of(self, agent_id: str) -> list[tuple[str, str, int]]:
+        """(name, owner, created_at_us) of the namespaces ``agent_id`` owns or is granted."""
+        return [
+            (str(r[0]), str(r[1]), int(r[2]))
+            for r in self._q(
+                "SELECT name, owner, created_at_us FROM am_namespace WHERE org_id = ?1"
+                " AND (owner = ?2 OR name IN (SELECT namespace FROM am_grant WHERE org_id = ?1"
+                " AND agent_id = ?2)) ORDER BY name",
+                (self.org_id, agent_id),
+            )
+        ]
+
+    # ------------------------------------------------------------------ pins, core facts
+    def set_pin(self, memory_id: str, at_us: int, pinned: bool) -> None:
+        """Pin (or unpin) a memory of this scope."""
+        with self.transaction() as tx:
+            if pinned:
+                tx.execute(
+                    "INSERT OR IGNORE INTO am_pin (memory_id, org_id, agent_id, at_us)"
+                    " VALUES (?,?,?,?)",
+                    (memory_id, *self._scope, at_us),
+                )
+            else:
+                tx.execute(
+                    "DELETE FROM am_pin WHERE memory_id = ? AND org_id = ? AND agent_id = ?",
+                    (memory_id, *self._scope),
+                )
+
+    def pinned_labels(self) -> list[int]:
+        """Labels of the live pinned memories of this scope, oldest pin first."""
+        return [
+            int(r[0])
+            for r in self._q(
+                "SELECT a.label FROM am_pin p JOIN am_memory a ON a.id = p.memory_id"
+                " WHERE p.org_id = ? AND p.agent_id = ? AND +a.org_id = p.org_id"
+                " AND +a.agent_id = p.agent_id ORDER BY p.at_us, p.memory_id",
+                self._scope,
+            )
+        ]
+
+    def set_core(self, ids: Sequence[str], at_us: int, reason: str | None) -> None:
+        """Mark semantic memories core (``reason``) or, with None, archival again."""
+        with self.transaction() as tx:
+            if reason is None:
+                tx.executemany(
+                    "DELETE FROM am_core WHERE memory_id = ? AND org_id = ? AND agent_id = ?",
+                    [(i, *self._scope) for i in ids],
+                )
+            else:
+                tx.executemany(
+                    "INSERT OR IGNORE INTO am_core (memory_id, org_id, agent_id, since_us,"
+                    " reason) VALUES (?,?,?,?,?)",
+                    [(i, *self._scope, at_us, reason) for i in ids],
+                )
+
+    def core_labels(self) -> list[int]:
+        """Labels of the live core memories of this scope (current facts only: a
+        superseded or retracted fact is history), oldest first."""
+        return [
+            int(r[0])
+            for r in self._q(
+                "SELECT a.label FROM am_core c JOIN am_memory a ON a.id = c.memory_id"
+                " WHERE c.org_id = ? AND c.agent_id = ? AND +a.org_id = c.org_id"
+                " AND +a.agent_id = c.agent_id AND a.archived_at_us IS NULL"
+                " AND a.id NOT IN (SELECT id FROM am_fact WHERE valid_to_us IS NOT NULL)"
+                " ORDER BY c.since_us, c.memory_id",
+                self._scope,
+            )
+        ]
+
+    def core_candidates(self, min_accesses: int) -> list[str]:
+        """Archival semantic memories of this scope accessed at least ``min_accesses``
+        times (promotion to core)."""
+        return [
+            str(r[0])
+            for r in self._q(
+                "SELECT id FROM am_memory WHERE org_id = ? AND agent_id = ? AND type = 'semantic'"
+                " AND access_count >= ? AND archived_at_us IS NULL"
+                " AND id NOT IN (SELECT memory_id FROM am_core)"
+                " AND id NOT IN (SELECT id FROM am_fact WHERE valid_to_us IS NOT NULL)"
+                " ORDER BY id",
+                (*self._scope, min_accesses),
+            )
+        ]
+
+    def core_idle(self, before_us: int) -> list[str]:
+        """Core memories promoted by access whose last access (or promotion) is older
+        than ``before_us``, or that are no longer current (demotion)."""
+        return [
+            str(r[0])
+            for r in self._q(
+                "SELECT c.memory_id FROM am_core c LEFT JOIN am_memory a ON a.id = c.memory_id"
+                " WHERE c.org_id = ? AND c.agent_id = ? AND (a.id IS NULL"
+                " OR a.archived_at_us IS NOT NULL"
+                " OR c.memory_id IN (SELECT id FROM am_fact WHERE valid_to_us IS NOT NULL)"
+                " OR (c.reason = 'accessed'"
+                " AND max(coalesce(a.last_access_us, 0), c.since_us) < ?))"
+                " ORDER BY c.memory_id",
+                (*self._scope, before_us),
+            )
+        ]
+
+    # ------------------------------------------------------------------ hot and warm tiers
+    def last_turns(self, conversation_id: str, n: int) -> list[int]:
+        """Labels of the last ``n`` turns (episodic memories) of a conversation, oldest
+        first (one backwards range of the conversation index)."""
+        rows = self._q(
+            "SELECT label FROM am_memory WHERE org_id = ? AND agent_id = ?"
+            " AND conversation_id = ? AND +type = 'episodic'"
+            " ORDER BY created_at_us DESC, label DESC LIMIT ?",
+            (*self._scope, conversation_id, n),
+        )
+        return [int(r[0]) for r in reversed(rows)]
+
+    def turns_before(self, conversation_id: str, label: int | None) -> list[tuple[int, str]]:
+        """(label, id) of a conversation's turns before the turn ``label`` (all of them
+        with None), oldest first: what warm summaries cover."""
+        params: tuple[int, ...] = ()
+        cond = ""
+        if label is not None:
+            cond = (
+                " AND (created_at_us, label) < (SELECT created_at_us, label FROM am_memory"
+                " WHERE label = ?)"
+            )
+            params = (label,)
+        rows = self._q(
+            "SELECT label, id FROM am_memory WHERE org_id = ? AND agent_id = ?"
+            f" AND conversation_id = ? AND +type = 'episodic'{cond}"
+            " ORDER BY created_at_us, label",
+            (*self._scope, conversation_id, *params),
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def put_summary(
+        self,
+        summary_id: str,
+        conversation_id: str,
+        text: str | None,
+        sources: Sequence[str],
+        at_us: int,
+        expires_us: int,
+    ) -> None:
+        """Store a warm summary of a conversation, replacing its previous ones."""
+        with self.transaction() as tx:
+            old = (
+                "SELECT id FROM am_summary WHERE org_id = ? AND agent_id = ?"
+                " AND conversation_id = ?"
+            )
+            args = (*self._scope, conversation_id)
+            tx.execute(f"DELETE FROM am_summary_source WHERE summary_id IN ({old})", args)
+            tx.execute(f"DELETE FROM am_summary WHERE id IN ({old})", args)
+            tx.execute(
+                "INSERT INTO am_summary (id, org_id, agent_id, conversation_id, text,"
+                " created_at_us, expires_at_us) VALUES (?,?,?,?,?,?,?)",
+                (summary_id, *args, text, at_us, expires_us),
+            )
+            tx.executemany(
+                "INSERT INTO am_summary_source (summary_id, memory_id, position) VALUES (?,?,?)",
+                [(summary_id, mid, i) for i, mid in enumerate(sources)],
+            )
+
+    def summary(self, conversation_id: str, now_us: int) -> tuple[str | None, list[int]] | None:
+        """The live warm summary of a conversation: its text (None: extractive) and the
+        labels of its sources, in order. None if there is none, it expired, or one of its
+        sources is no longer live (forgotten: its text must not come back through it)."""
+        rows = self._q(
+            "SELECT id, text FROM am_summary WHERE org_id = ? AND agent_id = ?"
+            " AND conversation_id = ? AND expires_at_us > ? ORDER BY created_at_us DESC LIMIT 1",
+            (*self._scope, conversation_id, now_us),
+        )
+        if not rows:
+            return None
+        sid, text = rows[0]
+        srcs = self._q(
+            "SELECT s.memory_id, a.label FROM am_summary_source s LEFT JOIN am_memory a"
+            " ON a.id = s.memory_id AND +a.org_id = ? AND +a.agent_id = ?"
+            " WHERE s.summary_id = ? ORDER BY s.position",
+            (*self._scope, sid),
+        )
+        if any(r[1] is None for r in srcs):
+            return None
+        return (None if text is None else str(text)), [int(r[1]) for r in srcs]
+
+    def evict_summaries(self, now_us: int) -> int:
+        """Delete the warm summaries of this scope past their TTL; how many."""
+        with self.transaction() as tx:
+            old = (
+                "SELECT id FROM am_summary WHERE org_id = ? AND agent_id = ? AND expires_at_us <= ?"
+            )
+            args = (*self._scope, now_us)
+            n = len(tx.query(old, args))
+            tx.execute(f"DELETE FROM am_summary_source WHERE summary_id IN ({old})", args)
+            tx.execute(f"DELETE FROM am_summary WHERE id IN ({old})", args)
+            return n
+
+    def vectors_of(self, labels: Sequence[int]) -> tuple[list[int], list[bytes]]:
+        """(labels, float32 vector bytes) of those of ``labels`` that hold a vector."""
+        rows = self._each("SELECT label, embedding FROM memory_vec WHERE label IN ({in})", labels)
+        return [int(r[0]) for r in rows], [bytes(r[1]) for r in rows]
+
+    def all_procedures(self) -> list[Procedure]:
+        """Every procedure of this scope, by id."""
+        return [
+            Procedure(*r)
+            for r in self._q(
+                f"SELECT {self._PROC} FROM am_procedure WHERE org_id = ? AND agent_id = ?"
+                " ORDER BY id",
+                self._scope,
+            )
+        ]
+
+    def set_outcomes(self, pid: str, successes: int, failures: int, at_us: int) -> None:
+        """Set a procedure's outcome counts (a session inheriting them)."""
+        with self.transaction() as tx:
+            tx.execute(
+                "UPDATE am_procedure SET successes = ?, failures = ?, updated_at_us = ?"
+                " WHERE id = ? AND org_id = ? AND agent_id = ?",
+                (successes, failures, at_us, pid, *self._scope),
+            )
+
+    # ------------------------------------------------------------------ sessions
+    def session(self, name: str) -> tuple[list[str], int] | None:
+        """(inherits, created_at_us) of a session of this scope."""
+        rows = self._q(
+            "SELECT inherits, created_at_us FROM am_session WHERE org_id = ? AND agent_id = ?"
+            " AND name = ?",
+            (*self._scope, name),
+        )
+        return (list(json.loads(rows[0][0])), int(rows[0][1])) if rows else None
+
+    def put_session(self, name: str, inherits: Sequence[str], at_us: int) -> bool:
+        """Record a session; False if it existed already (then nothing changes)."""
+        with self.transaction() as tx:
+            tx.execute(
+                "INSERT OR IGNORE INTO am_session (org_id, agent_id, name, inherits,"
+                " created_at_us) VALUES (?,?,?,?,?)",
+                (*self._scope, name, json.dumps(list(inherits)), at_us),
+            )
+            return bool(tx.query("SELECT changes()")[0][0])
 
     # ------------------------------------------------------------------ recall signals
     def turn_places(self, labels: Sequence[int]) -> list[tuple[int, str, int]]:

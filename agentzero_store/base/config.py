@@ -76,7 +76,11 @@ class StoreConfig:
     weight_keyword: float = 1.0
     weight_temporal: float = 1.0  # turns next to a hit (the answer often sits in the reply)
     weight_entity: float = 0.6  # memories about (or said by) an entity the query names
-    weight_activation: float = 0.3  # ACT-R base level from the access log (not on LoCoMo)
+    # ACT-R base level from the access log: off by default. On the LoCoMo dev half, where
+    # the log holds what earlier questions' recalls returned, it costs recall@10 at every
+    # weight tried (0.743 at 0, 0.739 at 0.05, 0.735 at 0.1, 0.729 at 0.3): what recall
+    # returned is not evidence of use. Worth a weight where accesses mean use.
+    weight_activation: float = 0.0
     weight_intent: float = 0.3  # the memory type the question asks for (not on LoCoMo)
     weight_confidence: float = 0.2  # the memory's confidence (not on LoCoMo)
     # Edge confidence halves every this many days (0: never decays).
@@ -85,11 +89,21 @@ class StoreConfig:
     half_life_entity_days: float = 365.0
     half_life_semantic_days: float = 90.0
     half_life_supersedes_days: float = 0.0
+    # Tiers (issue 17): hot = the last turns of each conversation, the pins and the latest
+    # tool result, cached per handle; warm = a summary of the turns before the hot ones,
+    # kept this long; cold = everything above. Core facts load at every spawn.
+    hot_turns: int = 12  # turns per conversation in the hot ring buffer
+    pin_budget_chars: int = 2_000  # total characters pinned memories may hold
+    warm_ttl_days: float = 7.0  # a warm summary is evicted this long after it was made
+    warm_turns: int = 8  # turns an extractive warm summary keeps (MMR over vectors)
+    warm_mmr_lambda: float = 0.5  # MMR: relevance to the conversation vs novelty
+    core_promote_accesses: int = 5  # an archival fact accessed this often becomes core
+    core_idle_days: float = 90.0  # consolidation demotes an accessed core fact idle this long
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Paths of every file in a data dir (see DESIGN.md, "On-disk layout")."""
+    """Paths of every file in a data dir (see docs/design.md, "The data dir")."""
 
     root: Path
 

@@ -54,6 +54,20 @@ class CredentialRequiredError(AgentZeroStoreError):
     )
 
 
+class KeyringError(AgentZeroStoreError):
+    """The OS keyring could not give (or keep) the store's key: no usable backend, no
+    entry for this store, or the backend failed. Nothing under the data dir was changed."""
+
+    code = "keyring_error"
+    exit_code = 3
+    default_hint = (
+        "desktops use the OS keyring (macOS Keychain, Windows Credential Locker, Secret "
+        "Service or KWallet on Linux); a headless machine chooses a backend with "
+        "PYTHON_KEYRING_BACKEND, or opens the store with AGENTZERO_PASSPHRASE, "
+        "AGENTZERO_DATA_KEY or --key-file instead"
+    )
+
+
 class InvalidKeyError(AgentZeroStoreError):
     """A raw key or key file is malformed (wrong length, encoding or permissions)."""
 
@@ -190,6 +204,24 @@ class DuplicateIdError(InvalidArgumentError):
     )
 
 
+class SkillFileError(InvalidArgumentError):
+    """Skill files to import are malformed. Each problem names its file and line; nothing
+    was imported (an import is all or nothing)."""
+
+    code = "invalid_skill_file"
+    default_hint = "fix the files named (or move them out of the directory) and import again"
+
+    def __init__(self, message: str, problems: list[str], *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.problems = list(problems)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Machine-readable form with every problem (``file:line: what``)."""
+        d = super().to_dict()
+        d["problems"] = list(self.problems)
+        return d
+
+
 class NotFoundError(AgentZeroStoreError):
     """The requested entry or document does not exist (or was deleted or expired)."""
 
@@ -229,3 +261,12 @@ class RotationInProgressError(AgentZeroStoreError):
     code = "rotation_in_progress"
     exit_code = 5
     default_hint = "run `agentzero key rotate` to finish it; no data was lost"
+
+
+class AccessDeniedError(AgentZeroStoreError):
+    """The agent may not use this shared namespace (never granted, or revoked), or may not
+    manage it (only its owner grants and revokes)."""
+
+    code = "access_denied"
+    exit_code = 3
+    default_hint = "ask the namespace's owner to grant this agent access"

@@ -172,6 +172,56 @@ def import_(
     emit({"imported": len(ids), "ids": ids}, lambda: out.print(f"imported {len(ids)} entries"))
 
 
+@app.command("import-agentzero")
+@cli_command
+def import_agentzero_cmd(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, help="AgentZero's memory.db (SQLite or SQLCipher)."
+        ),
+    ],
+    source_passphrase: Annotated[
+        str | None,
+        typer.Option(
+            "--source-passphrase",
+            envvar="AGENTZERO_SOURCE_PASSPHRASE",
+            help="The passphrase of a SQLCipher memory.db (env AGENTZERO_SOURCE_PASSPHRASE).",
+            show_default=False,
+        ),
+    ] = None,
+    batch: Annotated[int, typer.Option(min=1, max=10_000, help="Rows per transaction.")] = 256,
+    embedder: EmbedderOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Import AgentZero's memory table; vectors of the same model are kept. Re-runs skip
+    what was imported."""
+    from ..ops.import_agentzero import import_agentzero, open_agentzero
+
+    # The source first: a wrong source passphrase fails before the store is opened.
+    with (
+        open_agentzero(path, source_passphrase) as source,
+        _open_writer(embedder) as store,
+        progress("importing", source.count()) as advance,
+    ):
+        r = import_agentzero(store, source, batch=batch, advance=advance)
+
+    def human() -> None:
+        out.print(
+            f"imported {r.imported} of {r.rows} rows from {r.source}; "
+            f"{r.already_imported} were already imported"
+        )
+        out.print(f"embeddings: {r.embeddings_kept} kept from the source, {r.embedded} computed")
+        skipped = {k: v for k, v in r.skipped.items() if v}
+        if skipped or r.invalid:
+            parts = [f"{v} {k}" for k, v in skipped.items()]
+            if r.invalid:
+                parts.append(f"{r.invalid} invalid (rowids {r.invalid_rows})")
+            out.print("skipped: " + ", ".join(parts))
+
+    emit(r, human)
+
+
 @app.command()
 @cli_command
 def recent(

@@ -27,7 +27,8 @@ from ..base.errors import (
 from ..ops import backup_store, change_passphrase, export_recovery, restore_store, rotate_keys
 from ..ops.accept_loss import accept_loss
 from ..ops.verify import VerifyReport, verify_store
-from ..storage.credentials import Credential, resolve_credential
+from ..storage.credentials import Credential
+from ..storage.datadir import store_credential
 from ..storage.keys import unlock_slot
 from .common import STATE, JsonOpt, cli_command, data_dir, emit, err, out, show_table
 
@@ -36,8 +37,9 @@ ENV_NEW_PASSPHRASE = "AGENTZERO_NEW_PASSPHRASE"
 key_app = typer.Typer(no_args_is_help=True)
 
 
-def _cred() -> Credential:
-    return resolve_credential(key_file=STATE.key_file)
+def _cred(root: Path | None = None) -> Credential:
+    # The data dir's (or a backup's) key header says whether the OS keyring is asked.
+    return store_credential(Layout(root or data_dir()), key_file=STATE.key_file)
 
 
 def _new_passphrase() -> str:
@@ -138,7 +140,7 @@ def restore_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Restore a backup into a new, empty data dir, check it, and verify the result."""
-    r = restore_store(backup, target, _cred())
+    r = restore_store(backup, target, _cred(backup))
     emit(r, lambda: out.print(f"restored store {r.store_id} into {r.data_dir}; verify: clean"))
 
 

@@ -13,12 +13,14 @@ from typing import Annotated
 
 import typer
 
-from ..base.config import StoreConfig
-from ..memory.store import SqliteMemoryStore
+from ..base.config import Layout, StoreConfig
+from ..base.errors import StoreExistsError
 from ..storage.credentials import generate_key_file
+from ..storage.key_header import store_exists
 from . import memory as cli_memory
 from . import ops as cli_ops
 from . import reembed as cli_reembed
+from . import skill as cli_skill
 from . import store as cli_store
 from .agent_memory import register_agent_memory_commands
 from .common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
@@ -37,6 +39,9 @@ app.add_typer(
     "the store beneath: append, import, recent, search, get, delete, gc.",
 )
 register_agent_memory_commands(cli_memory.app)
+app.add_typer(
+    cli_skill.app, name="skill", help="An agent's skills: save, show, list, export, import."
+)
 # Sub-apps are added here (store, rag, key, mcp).
 app.add_typer(
     cli_store.app, name="store", help="Indexes (status, rebuild, reembed); verify, backup, restore."
@@ -65,7 +70,8 @@ def _global(
         ),
     ] = None,
 ) -> None:
-    """Credentials: --key-file, or env AGENTZERO_PASSPHRASE / AGENTZERO_DATA_KEY, or a prompt."""
+    """Credentials: --key-file, or env AGENTZERO_PASSPHRASE / AGENTZERO_DATA_KEY, then the OS
+    keyring (stores made with `init --keyring`), or a prompt."""
     STATE.data_dir = data_dir_opt
     STATE.key_file = key_file
 
@@ -80,23 +86,47 @@ def init(
             help="Generate a random key into this new 0600 file and create the store with it.",
         ),
     ] = None,
+    keyring: Annotated[
+        bool,
+        typer.Option(
+            "--keyring",
+            help="Keep a random key in the OS keyring (service agentzero, account = store "
+            "id); every open tries it after the env variables. A passphrase is optional.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Create an encrypted store in the data dir (never overwrites one)."""
-    from ..base.config import Layout
-    from ..base.errors import StoreExistsError
-    from ..storage.key_header import store_exists
+    """Create an encrypted store in the data dir (never overwrites one).
+
+    A data dir holding an older AgentZero plaintext rag/index.jsonl is adopted: every
+    record is sealed under the new key and no plaintext copy is kept.
+    """
+    from ..ops.create import init_store
 
     root = data_dir()
-    if store_exists(Layout(root)):
-        raise StoreExistsError(f"a store already exists in {root}")
     key_file = STATE.key_file
     if new_key_file is not None:
+        if store_exists(Layout(root)):  # before a key file is made for nothing
+            raise StoreExistsError(f"a store already exists in {root}")
         generate_key_file(new_key_file)
         key_file = new_key_file
-    with SqliteMemoryStore.open(root, key_file=key_file, config=StoreConfig()) as store:
-        result = {"data_dir": str(root), "store_id": store.store_id, "created": True}
-    emit(result, lambda: out.print(f"created encrypted store {result['store_id']} in {root}"))
+    r = init_store(root, key_file=key_file, keyring=keyring, config=StoreConfig())
+
+    def human() -> None:
+        if r.adopted_documents is not None:
+            out.print(
+                f"adopted {root}: sealed {r.adopted_documents} documents of the plaintext "
+                f"rag/index.jsonl into encrypted store {r.store_id}; no plaintext copy kept"
+            )
+        else:
+            out.print(f"created encrypted store {r.store_id} in {root}")
+        if keyring:
+            out.print(
+                f"its key is in the OS keyring (service agentzero, account {r.store_id}); "
+                "keep a recovery key too: `agentzero key export-recovery`"
+            )
+
+    emit(r, human)
 
 
 @app.command("mcp")

@@ -122,6 +122,15 @@ class LocalEmbedder:
         )
         return np.ascontiguousarray(out, dtype=np.float32)
 
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text in the model's own WordPiece tokenizer: no special tokens,
+        not truncated to the model's window (``agentmem.tokens`` budgets with it)."""
+        if not texts:
+            return []
+        self._load()
+        ids = self._tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
+        return [len(i) for i in ids]
+
     def __repr__(self) -> str:
         return f"LocalEmbedder(model_id={LOCAL_MODEL_ID!r})"
 

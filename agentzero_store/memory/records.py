@@ -33,6 +33,12 @@ def _check_aware(name: str, value: datetime | None) -> None:
         )
 
 
+def text_fingerprint(text: str) -> str:
+    """A text's fingerprint, insensitive to case, Unicode form and spacing (32 hex)."""
+    norm = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return hashlib.sha256(norm.encode()).hexdigest()[:32]
+
+
 @dataclass(frozen=True)
 class MemoryEntry:
     """One remembered message or note. ``id`` and ``created_at`` are set on append if empty."""
@@ -80,9 +86,8 @@ class MemoryEntry:
         return replace(self, **changes)
 
     def fingerprint(self) -> str:
-        """Content fingerprint used to deduplicate fused results (case/space-insensitive)."""
-        norm = " ".join(unicodedata.normalize("NFKC", self.content).casefold().split())
-        return hashlib.sha256(norm.encode()).hexdigest()[:32]
+        """Content fingerprint used to deduplicate fused results (``text_fingerprint``)."""
+        return text_fingerprint(self.content)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (datetimes as ISO 8601)."""

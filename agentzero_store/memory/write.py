@@ -90,7 +90,7 @@ def prepare(
     else:
         model, vecs = None, [None] * len(entries)
     now_us = to_us(now)
-    fresh = iter(_new_ids(sum(1 for e in entries if not e.id), now_us))
+    fresh = iter(new_ids(sum(1 for e in entries if not e.id), now_us))
     ids = [e.id or next(fresh) for e in entries]
     return Prepared(entries, vecs, model, ids, now_us)
 
@@ -230,7 +230,7 @@ def _same_memory(e: MemoryEntry, row: Sequence[Any]) -> bool:
     )
 
 
-def _new_ids(n: int, now_us: int) -> list[str]:
+def new_ids(n: int, now_us: int) -> list[str]:
     """``n`` fresh ids: 32 hex digits in the UUIDv7 layout (RFC 9562): the clock's
     milliseconds in the first 48 bits, then 74 random bits.
 
@@ -335,6 +335,7 @@ __all__ = [
     "delete_where",
     "embedding_info",
     "insert",
+    "new_ids",
     "prepare",
     "replace_keywords",
 ]

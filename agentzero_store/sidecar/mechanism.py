@@ -1,4 +1,4 @@
-"""The one source → sidecar mechanism shared by every derived index (see DESIGN.md).
+"""The one source → sidecar mechanism shared by every derived index (see docs/design.md).
 
 A *source* (the SQLCipher memory table, the sealed document log) is the truth: it has a
 monotonically increasing seq and a feed of changes (inserts and deletes) after any seq.

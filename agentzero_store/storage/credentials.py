@@ -1,7 +1,8 @@
 """Credentials: a passphrase or a raw 32-byte key, and where one comes from.
 
 A credential is an argument, an environment variable (``AGENTZERO_PASSPHRASE``,
-``AGENTZERO_DATA_KEY``, ``AGENTZERO_KEY_FILE``), a 0600 key file or a TTY prompt. It only
+``AGENTZERO_DATA_KEY``, ``AGENTZERO_KEY_FILE``), a 0600 key file, the OS keyring (for a
+store created with one: ``os_keyring`` and ``datadir.store_credential``) or a TTY prompt. It only
 *opens* the key header; what it unwraps and how lives in ``keys``. Nothing in this
 module logs or reprs a secret.
 """
@@ -38,6 +39,8 @@ class Credential:
 
     kind: CredentialKind
     secret: bytes = field(repr=False)
+    # Where it came from, for error messages only ("keyring": the OS keyring's entry).
+    origin: str = field(default="", compare=False)
 
     @classmethod
     def from_passphrase(cls, passphrase: str) -> Credential:

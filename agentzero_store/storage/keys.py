@@ -14,7 +14,7 @@ A wrong credential is detected here, before any data file is opened, and raises
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -212,13 +212,30 @@ def unlock(layout: Layout, cred: Credential) -> StoreKeys:
 
 
 def create_keys(
-    layout: Layout, cred: Credential, *, kdf: KdfParams, io: FileIO = DEFAULT_IO
+    layout: Layout,
+    cred: Credential | None,
+    *,
+    kdf: KdfParams,
+    io: FileIO = DEFAULT_IO,
+    store_id: str | None = None,
+    more_slots: Sequence[tuple[str, Credential]] = (),
+    adopt_log: bool = False,
 ) -> StoreKeys:
-    """Create keys.json with a fresh master key and store id. Never overwrites one."""
+    """Create keys.json with a fresh master key and store id. Never overwrites one.
+
+    ``cred`` opens the ``primary`` slot; ``more_slots`` are further (slot id, credential)
+    pairs (the OS keyring's key). ``store_id`` is chosen by the caller when something
+    outside the data dir is named after it before keys.json exists (the keyring entry).
+    ``adopt_log``: the caller checked that ``rag/index.jsonl`` is a plaintext legacy log
+    to be sealed under the new key (``ops.adopt``); any other data file is refused.
+    """
     if layout.keys.exists():
         raise StoreExistsError(f"{layout.keys} already exists")
+    slots = ([("primary", cred)] if cred is not None else []) + list(more_slots)
+    if not slots:
+        raise InvalidArgumentError("a store needs at least one credential")
     for data in (layout.memory_db, layout.rag_log):
-        if data.exists():
+        if data.exists() and not (adopt_log and data == layout.rag_log):
             # Never start a new key header over existing data: it could never be read again.
             raise CorruptStoreError(
                 f"{data.name} exists but keys.json is missing",
@@ -227,7 +244,7 @@ def create_keys(
             )
     layout.root.mkdir(parents=True, exist_ok=True, mode=0o700)
     master = secrets.token_bytes(KEY_BYTES)
-    store_id = secrets.token_hex(16)
+    store_id = store_id or secrets.token_hex(16)
     keys = StoreKeys(store_id=store_id, master=master, acks_required=True)
     # The ledger first: keys.json is what makes the data dir a store, and its slot
     # requires the ledger. A crash in between leaves a ledger and no store; the next
@@ -237,7 +254,7 @@ def create_keys(
         "format": KEYS_FORMAT,
         "store_id": store_id,
         "created_at": datetime.now(UTC).isoformat(),
-        "slots": [_new_slot("primary", cred, master, store_id, kdf)],
+        "slots": [_new_slot(sid, c, master, store_id, kdf) for sid, c in slots],
     }
     write_header(layout, header, io=io)
     return keys

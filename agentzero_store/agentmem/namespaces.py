@@ -1,0 +1,173 @@
+"""Shared namespaces and sessions: scopes of their own beside an agent's memory.
+
+A **namespace** is a space several agents of one org read and write. Its memories live in
+a scope of their own, (org, ``scope_agent(name)``), so every read path that is already
+scoped (HNSW, FTS5, the repository, graph edges, context) keeps them apart from each
+agent's own memories with no new code. Who may use it is in ``am_namespace`` (its owner:
+the agent that created it) and ``am_grant`` (the agents it granted). An ``AgentMemory``
+opened on a namespace checks the grant at the start of every call, so a revoke takes
+effect on the next call, even on a handle already open (``Guard``).
+
+A **session** (``start_session``) is a scope of its own for one agent,
+(org, ``session_agent(agent, name)``): it starts with the current core facts of the
+sessions it inherits from copied in (scope-filtered: only this agent's sessions; belief
+history is never copied, the copies start their own).
+
+Scope ids made here hold a control character (``SEP``) that ``check_agent_id`` refuses
+in any agent id, namespace or session name, so no agent can be named into another
+one's namespace or session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..base.errors import AccessDeniedError, InvalidArgumentError
+from ..base.limits import check_text
+from ..memory.records import from_us
+
+if TYPE_CHECKING:
+    from .repository import SqliteRepository
+
+SEP = "\x1e"  # ASCII record separator: never in a name (check_name)
+MAX_NAME = 200
+
+
+def check_name(what: str, value: object) -> str:
+    """A non-empty agent id, namespace or session name without control characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgumentError(f"{what} must be a non-empty string")
+    check_text(what, value)
+    if len(value) > MAX_NAME:
+        raise InvalidArgumentError(f"{what} is longer than {MAX_NAME} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidArgumentError(
+            f"{what} must not hold control characters", hint="use printable characters"
+        )
+    return value
+
+
+def scope_agent(namespace: str) -> str:
+    """The agent id of a namespace's own scope."""
+    return f"{SEP}ns{SEP}{namespace}"
+
+
+def session_agent(agent_id: str, session: str) -> str:
+    """The agent id of one agent's session scope."""
+    return f"{agent_id}{SEP}session{SEP}{session}"
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    """A namespace as ``AgentMemory.namespaces`` lists it for one agent."""
+
+    name: str
+    owner: str
+    created_at: datetime
+    role: str  # "owner" or "member"
+    members: tuple[str, ...]  # the granted agents (only listed to the owner)
+
+
+class Namespace:
+    """The owner's (or a member's) handle on a shared namespace: who may use it.
+
+    ``grant`` and ``revoke`` are the owner's; anyone may ask ``has_access``. Reading and
+    writing the namespace is ``AgentMemory.open(..., namespace=name)`` (or ``open``).
+    """
+
+    def __init__(
+        self,
+        repo: SqliteRepository,
+        name: str,
+        agent_id: str,
+        owner: str,
+        now_us: Callable[[], int],
+    ) -> None:
+        self._repo = repo
+        self.name = name
+        self.agent_id = agent_id  # who holds this handle
+        self.owner = owner
+        self._now_us = now_us
+
+    def _owner_only(self, verb: str) -> None:
+        if self.agent_id != self.owner:
+            raise AccessDeniedError(
+                f"only the owner of namespace {self.name!r} ({self.owner}) may {verb}",
+                hint=f"ask {self.owner} to {verb}",
+            )
+
+    def grant(self, agent_id: str) -> None:
+        """Let ``agent_id`` (of the same org) read and write this namespace."""
+        self._owner_only("grant access")
+        check_name("agent_id", agent_id)
+        if agent_id != self.owner:
+            self._repo.set_grant(self.name, agent_id, self.agent_id, self._now_us(), True)
+
+    def revoke(self, agent_id: str) -> None:
+        """Take the access away; it holds from ``agent_id``'s next call on, even on a
+        handle it already has open. Its owner's access cannot be revoked."""
+        self._owner_only("revoke access")
+        check_name("agent_id", agent_id)
+        if agent_id == self.owner:
+            raise InvalidArgumentError("the owner's access cannot be revoked")
+        self._repo.set_grant(self.name, agent_id, self.agent_id, self._now_us(), False)
+
+    def has_access(self, agent_id: str) -> bool:
+        """Whether ``agent_id`` owns this namespace or is granted it (now)."""
+        return self._repo.may_use(self.name, check_name("agent_id", agent_id))
+
+    def members(self) -> list[str]:
+        """The agents granted this namespace (not its owner)."""
+        return self._repo.members(self.name)
+
+    def __repr__(self) -> str:
+        return f"Namespace({self.name!r}, owner={self.owner!r})"
+
+
+def namespaces_of(repo: SqliteRepository, agent_id: str) -> list[NamespaceInfo]:
+    """The namespaces ``agent_id`` owns or is granted, by name."""
+    out = []
+    for name, owner, at in repo.namespaces_of(agent_id):
+        mine = owner == agent_id
+        out.append(
+            NamespaceInfo(
+                name,
+                owner,
+                from_us(at),
+                "owner" if mine else "member",
+                tuple(repo.members(name)) if mine else (),
+            )
+        )
+    return out
+
+
+class Guard:
+    """The access check of a handle opened on a namespace, run at the start of every
+    public call (one indexed query): a revoke holds from the next call on."""
+
+    def __init__(self, repo: SqliteRepository, namespace: str | None, agent_id: str) -> None:
+        self._repo = repo
+        self.namespace = namespace
+        self._agent_id = agent_id
+
+    def check(self) -> None:
+        """Raise AccessDeniedError unless the agent may use the namespace (now)."""
+        if self.namespace is not None and not self._repo.may_use(self.namespace, self._agent_id):
+            raise AccessDeniedError(
+                f"agent {self._agent_id!r} has no access to namespace {self.namespace!r}"
+                " (never granted, or revoked)"
+            )
+
+
+__all__ = [
+    "Guard",
+    "Namespace",
+    "NamespaceInfo",
+    "check_name",
+    "namespaces_of",
+    "scope_agent",
+    "session_agent",
+]
