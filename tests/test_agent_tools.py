@@ -14,6 +14,7 @@ import pytest
 
 from agentzero_store import AgentMemory, InvalidArgumentError, LocalEmbedder, NotFoundError
 from agentzero_store.tools import (
+    AdoptingAppendTool,
     AgentArchiveTool,
     AgentFactTool,
     AgentFeedbackTool,
@@ -345,3 +346,38 @@ def test_tools_built_one_by_one_match_the_set(mem: AgentMemory) -> None:
         AgentUndoTool(mem),
     ]
     assert [t.definition() for t in one_by_one] == [t.definition() for t in agent_memory_tools(mem)]
+
+
+def test_an_unpinned_host_refuses_names_open_would_refuse(data_dir: Path, clock: Clock) -> None:
+    """A control character in a name would reach a shared namespace's (or a session's)
+    own scope past its grants: refused, as AgentMemory.open refuses it."""
+    scopes = MemoryScopes(open_memory(data_dir, clock, org_id="default", agent_id="default"))
+    try:
+        t = tools(scopes)
+        append = AdoptingAppendTool(scopes)
+        for name, args in [
+            ("memory_grant", {"content": "planted", "agent_id": "\x1ens\x1eteam"}),
+            ("memory_recall", {"query": "x", "agent_id": "a\x1esession\x1es1"}),
+            ("memory_list", {"org_id": "o\n2"}),
+        ]:
+            with pytest.raises(InvalidArgumentError, match="control characters"):
+                t[name].run(args)
+        with pytest.raises(InvalidArgumentError, match="control characters"):
+            append.run({"content": "planted", "agent_id": "\x1ens\x1eteam"})
+        assert scopes.base.store.count() == 0  # nothing was written anywhere
+    finally:
+        scopes.close()
+
+
+def test_memory_append_is_adopted_at_once(mem: AgentMemory) -> None:
+    append, t = AdoptingAppendTool(mem), tools(mem)
+    assert append.name == "memory_append"
+    props = append.schema()["properties"]
+    assert props["org_id"]["const"] == "acme" and props["agent_id"]["const"] == "a1"
+    eid = append.run({"content": "Meeting moved to 3pm", "conversation_id": "c5"})["id"]
+    assert recalled(t, "meeting") == ["Meeting moved to 3pm"]
+    (m,) = t["memory_list"].run({"conversation_id": "c5"})["memories"]
+    assert m["id"] == eid and m["type"] == "episodic"
+    assert t["memory_forget"].run({"id": eid})["count"] == 1
+    with pytest.raises(ScopeViolationError):
+        append.run({"content": "planted", "org_id": "o2"})

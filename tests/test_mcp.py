@@ -131,6 +131,7 @@ def test_every_tool_through_a_real_client_session(
                 "memory_append", {"content": "I am allergic to peanuts", "conversation_id": "c1"}
             )
             assert not r.is_error, r
+            appended = result(r)["id"]
             assert embed_server.requests, "the first append loaded the embedder"
             r = await s.call_tool(
                 "memory_grant", {"content": "The user is allergic to peanuts", "about": ["user"]}
@@ -171,6 +172,11 @@ def test_every_tool_through_a_real_client_session(
             assert top["content"] == "Ana lives in Lisbon" and top["explain"]
             r = await s.call_tool("memory_recall", {"query": "bike", "mode": "keyword"})
             assert [h["id"] for h in result(r)["results"]] == [bike]
+            # memory_append's row is the agent memory's at once (adopted: an episode)
+            r = await s.call_tool("memory_recall", {"query": "I am allergic", "mode": "keyword"})
+            found = {h["id"]: h for h in result(r)["results"]}
+            assert found[appended]["type"] == "episodic"
+            assert found[appended]["conversation_id"] == "c1"
 
             # memory_list, memory_feedback, memory_archive
             r = await s.call_tool("memory_list", {"limit": 2})

@@ -1,6 +1,7 @@
 """``agentzero mcp``: the store as an MCP server over stdio (official ``mcp`` SDK).
 
-Tools: ``memory_append`` (the plain memory store), the agent memory's
+Tools: ``memory_append`` (the memory store beneath; the agent memory adopts what it
+writes at once), the agent memory's
 ``memory_grant``, ``memory_remember``, ``memory_fact``, ``memory_recall``,
 ``memory_list``, ``memory_feedback``, ``memory_archive``, ``memory_forget`` (soft, with
 an undo token) and ``memory_undo``, and ``rag_ingest``, ``rag_query``, ``rag_delete`` —
@@ -45,8 +46,8 @@ from ..embed.factory import embedder_from_env
 from ..embed.vectors import Embedder
 from ..storage.lock import writer_lock
 from .tools import (
+    AdoptingAppendTool,
     AgentTool,
-    MemoryAppendTool,
     MemoryScopes,
     RagDeleteTool,
     RagIngestTool,
@@ -145,13 +146,11 @@ class PerCallDocuments:
             return store.delete(doc_id)
 
 
-def build_tools(
-    memory: MemoryScopes, documents: PerCallDocuments, settings: McpSettings
-) -> list[AgentTool]:
-    """The thirteen tools, memory ones pinned to the settings' org/agent."""
-    org, agent = settings.org_id, settings.agent_id
+def build_tools(memory: MemoryScopes, documents: PerCallDocuments) -> list[AgentTool]:
+    """The thirteen tools, memory ones pinned as ``memory`` pins them (``open_memory``:
+    the settings' org/agent)."""
     return [
-        MemoryAppendTool(memory.base.store, org_id=org, agent_id=agent),
+        AdoptingAppendTool(memory),
         *agent_memory_tools(memory),
         RagIngestTool(documents),
         RagQueryTool(documents),
@@ -280,7 +279,7 @@ def serve(settings: McpSettings, *, on_ready: Callable[[], None] | None = None) 
     if settings.org_id is None or settings.agent_id is None:
         log.warning("scope not fully pinned (--org/--agent): clients may name any tenant")
     with contextlib.closing(open_memory(settings, embedder)) as memory:
-        tools = build_tools(memory, PerCallDocuments(settings, embedder), settings)
+        tools = build_tools(memory, PerCallDocuments(settings, embedder))
         host = ToolHost(tools, lambda: writer_lock(settings.data_dir, purpose="agentzero mcp"))
         server = make_server(host)
 

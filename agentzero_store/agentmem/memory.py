@@ -728,6 +728,29 @@ class AgentMemory:
         )
         return self._life.hydrate(rows)
 
+    def adopt(self) -> None:
+        """Adopt now what was written below the layer since ``open`` adopted (rows of
+        ``SqliteMemoryStore.append``, ``agentzero memory append``, the ``memory_append``
+        tool): for a handle that stays open beside such writers, like the MCP server's."""
+        self._adopt()
+
+    def for_scope(self, org_id: str, agent_id: str) -> AgentMemory:
+        """The memory of another (``org_id``, ``agent_id``) over this handle's store (one
+        connection and HNSW index; close it when done, the store stays open): for a host
+        serving several tenants, like an MCP server left unpinned. The names are checked
+        as ``open`` checks them (no control character reaches a namespace's or a
+        session's scope), and what was written below the layer there is adopted."""
+        for name, v in (("org_id", org_id), ("agent_id", agent_id)):
+            ns.check_name(name, v)
+        mem = AgentMemory(self.store, org_id, agent_id, own_store=False)
+        try:
+            mem._guard.check()
+            mem._adopt()
+        except BaseException:
+            mem.close()
+            raise
+        return mem
+
     # ------------------------------------------------------------------ decay
     def _elapsed_days(self, m: Memory, at: datetime) -> float:
         return (at - m.last_review).total_seconds() / 86_400

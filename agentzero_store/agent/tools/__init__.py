@@ -8,7 +8,8 @@ hint; unknown keys refused) and returns a JSON-ready dict.
   memory_fact, memory_recall, memory_list, memory_feedback, memory_archive,
   memory_forget (soft, with an undo token), memory_undo;
 - over the plain ``SqliteMemoryStore``: ``MemoryAppendTool``, ``SemanticRecallTool``,
-  ``MemoryForgetTool`` (a hard delete);
+  ``MemoryForgetTool`` (a hard delete); ``AdoptingAppendTool`` is ``memory_append`` whose
+  entries the agent memory adopts at once (the MCP server's);
 - over documents: ``RagIngestTool``, ``RagQueryTool``, ``RagDeleteTool``.
 """
 
@@ -17,7 +18,7 @@ from .base import AgentTool, Arg, ScopeViolationError
 from .documents import Documents, RagDeleteTool, RagIngestTool, RagQueryTool
 from .memory import MemoryAppendTool, MemoryForgetTool, SemanticRecallTool
 from .memory_reads import AgentListTool, AgentRecallTool
-from .memory_scopes import MemoryScopes
+from .memory_scopes import AdoptingAppendTool, MemoryScopes
 from .memory_writes import (
     AgentArchiveTool,
     AgentFactTool,
@@ -29,6 +30,7 @@ from .memory_writes import (
 )
 
 __all__ = [
+    "AdoptingAppendTool",
     "AgentArchiveTool",
     "AgentFactTool",
     "AgentFeedbackTool",

@@ -17,6 +17,7 @@ from ...agentmem import AgentMemory, Memory, RecallHit
 from ...agentmem.records import MEMORY_TYPES
 from ...base.errors import InvalidArgumentError
 from .base import AgentTool, Arg, Result, scope_args
+from .memory import MemoryAppendTool
 
 MAX_SCOPES = 16  # agent memories an unpinned host keeps open at once (least recent closes)
 
@@ -61,7 +62,7 @@ class MemoryScopes:
             return self.base
         mem = self._others.pop(key, None)
         if mem is None:
-            mem = AgentMemory(self.base.store, *key, own_store=False)
+            mem = self.base.for_scope(*key)
             if len(self._others) >= MAX_SCOPES:
                 self._others.popitem(last=False)[1].close()  # writes its access log
         self._others[key] = mem
@@ -165,7 +166,31 @@ class ScopedTool(AgentTool):
         return self.scopes.get(a["org_id"], a["agent_id"])
 
 
+class AdoptingAppendTool(MemoryAppendTool):
+    """``memory_append`` beside the agent memory: the entry goes to the memory store as
+    ``MemoryAppendTool`` writes it (same schema), then its scope's agent memory adopts
+    it, so memory_recall, memory_list and memory_forget see it on the next call rather
+    than after the host reopens the store."""
+
+    def __init__(self, memory: AgentMemory | MemoryScopes, *, name: str = "memory_append") -> None:
+        self.scopes = as_scopes(memory)
+        super().__init__(
+            self.scopes.base.store,
+            org_id=self.scopes.org_id,
+            agent_id=self.scopes.agent_id,
+            name=name,
+        )
+
+    def _run(self, a: dict[str, Any]) -> Result:
+        # The scope first: a name open would refuse is refused before anything is written.
+        mem = self.scopes.get(a["org_id"], a["agent_id"])
+        out = super()._run(a)
+        mem.adopt()
+        return out
+
+
 __all__ = [
+    "AdoptingAppendTool",
     "MemoryScopes",
     "ScopedTool",
     "about_arg",
