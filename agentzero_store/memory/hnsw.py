@@ -233,6 +233,23 @@ class MemoryHnsw:
             self.sidecar, self.ready = sc, True
             return True
 
+    def purge_deleted(self) -> bool:
+        """Drop deleted rows from the index and its checkpoint now, in the calling thread
+        (``Sidecar.purge_deleted``: replay, scrub, one checkpoint); an index that is not
+        ready is opened or rebuilt first. False if there is nothing to index yet."""
+        if (t := self._rebuilder) is not None:
+            t.join()  # it checkpoints when it finishes: ours must come after
+        with self._lock:
+            sc = self.sidecar if self.ready else None
+            if sc is None:
+                sc = self._new_sidecar()
+                if sc is None:
+                    return False
+                sc.open()
+            sc.purge_deleted()
+            self.sidecar, self.ready = sc, True
+            return True
+
     def status(self) -> SidecarStatus | None:
         """The sidecar's status, or None before the store has vectors."""
         with self._lock:

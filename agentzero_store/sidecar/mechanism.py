@@ -42,6 +42,7 @@ from .types import (
     KeepsFiles,
     OpenReport,
     Progress,
+    Scrubs,
     SidecarIndex,
     SidecarStatus,
     Source,
@@ -236,6 +237,37 @@ class Sidecar(Generic[P]):
             if self._checkpoint_due():
                 self._checkpoint_quietly()
             return n
+
+    def purge_deleted(self) -> int:
+        """Apply the source's changes, drop what the index still holds of deleted entries
+        (if it ``Scrubs``), then write a checkpoint now, replacing whatever is on disk:
+        afterwards neither holds the data of a row the source deleted (an erase), at the
+        cost of one checkpoint, not a rebuild.
+
+        An index that is lost or fails applying the changes is rebuilt from the source
+        first (its deletes after the snapshot are then scrubbed too). Errors of the
+        source, and I/O errors writing the checkpoint, raise. Returns the entries
+        scrubbed.
+        """
+        with self.lock:
+            why = self.lost()
+            if why is None:
+                try:
+                    self._replay()
+                except IndexFailed as failed:
+                    why = f"applying changes failed: {failed}"
+            if why is not None:
+                self._rebuild(None, why, warn=True)
+            scrubbed = 0
+            if isinstance(self.index, Scrubs):
+                try:
+                    scrubbed = self.index.scrub()
+                except BaseException as exc:
+                    if not index_failure(exc):
+                        raise
+                    raise IndexFailed(exc).public(self.index.kind) from exc
+            self.checkpoint(force=True)
+            return scrubbed
 
     def _checkpoint_due(self) -> bool:
         # A checkpoint rewrites the whole index. With checkpoint_growth > 0, an index of
