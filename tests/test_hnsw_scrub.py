@@ -6,7 +6,6 @@ nothing is rebuilt."""
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,9 @@ import numpy.typing as npt
 import pytest
 
 from agentzero_store import SqliteMemoryStore
-from agentzero_store.base.config import Layout
-from agentzero_store.memory.index import MAGIC as MEMORY_INDEX_MAGIC
 from agentzero_store.sidecar.hnsw import HnswIndex, State
-from agentzero_store.sidecar.manifest import CheckpointFiles, coverage, data_aad
 from agentzero_store.sidecar.mechanism import Sidecar
-from tests.hnsw_support import FAST, KEY, fill, vecs
+from tests.hnsw_support import FAST, KEY, checkpoint_vectors, fill, vecs
 
 DIM = 48
 
@@ -107,6 +103,9 @@ def test_scrub_leaves_no_vector_and_no_link_of_a_deleted_element() -> None:
     # The deleted marks and the counts stay; the entry point moved to a live element.
     assert int(((rows32[:, 0] >> 16) & 1).sum()) == len(deleted)
     assert s["enterpoint_node"] not in gone
+    levels = state.arrays["element_levels"][:cur]
+    assert not levels[sorted(gone)].any() and s["max_level"] == levels.max()
+    assert levels[s["enterpoint_node"]] == s["max_level"]
     assert index.count() == len(live)
     # Search: live labels only, and the graph still finds the neighbours.
     assert _recall(index, x, live) >= marked - 0.02
@@ -144,6 +143,30 @@ def test_a_scrubbed_label_can_come_back_and_be_found() -> None:
     assert index.scrub() == 1
 
 
+def test_scrubbing_every_element_above_level_zero_leaves_a_flat_graph() -> None:
+    """The entry point and every other element of the upper levels go: the top level
+    drops to 0 and a live element becomes the entry point (hnswlib reads an element's
+    upper lists by the top level, so it must be one the element has)."""
+    index, x = _index(1_000)
+    state = _state(index)
+    levels = state.arrays["element_levels"][: state.scalars["cur_element_count"]]
+    ext, internal = state.arrays["label_lookup_external"], state.arrays["label_lookup_internal"]
+    high = set(np.flatnonzero(levels > 0).tolist())
+    upper = sorted(int(e) for e, i in zip(ext, internal, strict=True) if int(i) in high)
+    assert state.scalars["max_level"] >= 1 and upper
+    index.delete(upper)
+    index.scrub()
+    again = HnswIndex(DIM, m=8, ef_construction=100)
+    again.load(index.dump())  # the loader's consistency checks pass
+    state = _state(again)
+    assert state.scalars["max_level"] == 0 and len(state.arrays["link_lists"]) == 0
+    live = np.setdiff1d(np.arange(1_000), upper)
+    assert _recall(again, x, live) >= 0.9
+    assert not {lab for q in vecs(4 * 10**6, 10, DIM) for lab, _ in again.search(q, 10)} & set(
+        upper
+    )
+
+
 def test_scrubbing_every_element_then_adding_again() -> None:
     index, x = _index(300)
     index.delete(list(range(300)))
@@ -151,21 +174,6 @@ def test_scrubbing_every_element_then_adding_again() -> None:
     assert index.count() == 0 and index.search(x[0], 5) == []
     index.add_vectors(np.arange(300, 400, dtype=np.uint64), vecs(300, 100, DIM))
     assert index.search(vecs(300, 1, DIM)[0], 1)[0][0] == 300
-
-
-def _checkpoint_rows(data: Path, store: SqliteMemoryStore) -> npt.NDArray[np.float32]:
-    """Every element's vector in the memory store's HNSW checkpoint on disk, decrypted."""
-    directory = Layout(data).memory_hnsw
-    files = CheckpointFiles(directory, store.keys.sidecar_key)
-    seq, table = coverage(files.read_manifest())
-    _, plain = files.read_sealed(
-        table, lambda name: data_aad(store.keys.store_id, "hnsw", seq, name), in_place=False
-    )
-    blob = plain["index"]
-    head = len(MEMORY_INDEX_MAGIC) + 8
-    (glen,) = struct.unpack_from("<Q", blob, len(MEMORY_INDEX_MAGIC))
-    state = HnswIndex(384).parse(memoryview(blob)[head : head + glen])
-    return np.array(state.rows(384)[1])
 
 
 def test_purge_index_writes_one_checkpoint_without_the_deleted_rows_and_never_rebuilds(
@@ -179,7 +187,7 @@ def test_purge_index_writes_one_checkpoint_without_the_deleted_rows_and_never_re
             assert s.delete(ids[i])
     with SqliteMemoryStore.open(data, key=KEY, config=FAST, hnsw=True) as s:
         # The checkpoint written at close holds the deleted rows' vectors (marked only).
-        rows = _checkpoint_rows(data, s)
+        rows = checkpoint_vectors(data, s.keys, 384)
         assert float((rows @ x[50]).max()) > 0.9999
 
         def no_rebuild(*a: object, **k: object) -> None:
@@ -193,7 +201,7 @@ def test_purge_index_writes_one_checkpoint_without_the_deleted_rows_and_never_re
         )
         assert s.purge_index()
         assert writes == [1]
-        rows = _checkpoint_rows(data, s)
+        rows = checkpoint_vectors(data, s.keys, 384)
         for i in range(0, 600, 50):
             assert float((rows @ x[i]).max()) < 0.999, i
         assert all(float((rows @ x[i]).max()) > 0.9999 for i in (1, 51, 599))

@@ -225,6 +225,16 @@ class SqliteMemoryStore:
         assert self._hnsw is not None
         return self._hnsw.purge_deleted()
 
+    @contextlib.contextmanager
+    def deferred_index_checkpoints(self) -> Iterator[None]:
+        """Within the block no sidecar checkpoint is written as changes accumulate; one
+        is at its end if due (see ``MemoryHnsw.deferred_checkpoints``)."""
+        if self._hnsw is None:
+            yield
+            return
+        with self._hnsw.deferred_checkpoints():
+            yield
+
     def _sync_indexes(self) -> None:
         # After the commit: the write is already durable; the index follows the feed.
         if self._hnsw is not None:

@@ -6,13 +6,15 @@ hnswlib's ``mark_deleted`` only sets a flag: the element keeps its vector and it
 and searches route through it. ``HnswIndex.scrub`` copies the state out, scrubs it here
 and loads it back, so the index in memory and every later checkpoint hold no trace:
 
-- a deleted element's vector is zeroed, and its link lists are emptied on every level
-  (the count goes to 0; the deleted mark beside the count stays);
+- a deleted element's vector is zeroed, its level-0 list emptied (the count goes to
+  0; the deleted mark beside the count stays) and its upper-level lists removed (it
+  is put on level 0);
 - every list that linked to it loses that link (the others keep their order);
 - the unused tail of every list (hnswlib never reads past the count, and leaves old
   neighbours there) is zeroed;
 - if the entry point was deleted, the live element with the highest level (then the
-  lowest internal id) becomes the entry point and sets the top level.
+  lowest internal id) becomes the entry point and sets the top level (with none
+  left, the old one stays, on level 0).
 
 The label stays in the label maps and in the deleted list (counts survive a reload,
 and a later insert under the same label reuses the slot: hnswlib then rewrites its
@@ -52,21 +54,28 @@ def scrub(state: dict[str, Any], deleted: npt.NDArray[np.uint64], dim: int) -> N
     # Level 0: the header and max_M0 links of each element, as uint32 (a view).
     links0 = level0[:, :off].view(np.uint32)
     _unlink(links0, gone, np.isin(np.arange(cur), gone))
-    levels = np.asarray(state["element_levels"])[:cur].astype(np.int64)
+    # Upper levels: drop the links to deleted elements, then their own blocks, and put
+    # them on level 0 (the blocks are laid out by level: both change together).
+    all_levels = np.asarray(state["element_levels"])
+    levels = all_levels[:cur].astype(np.int64)
     upper = np.asarray(state["link_lists"])
     if len(upper):
         blocks = upper.view(np.uint32).reshape(-1, 1 + int(state["max_M"]))
         owner = np.repeat(np.arange(cur), np.maximum(levels, 0))
-        _unlink(blocks, gone, np.isin(owner, gone))
+        mine = np.isin(owner, gone)
+        _unlink(blocks, gone, mine)
+        state["link_lists"] = np.ascontiguousarray(blocks[~mine]).reshape(-1).view(np.int8)
+    all_levels[gone] = 0
+    levels[gone] = 0
     ep = int(state["enterpoint_node"])
     if ep in set(gone.tolist()):
         live = np.ones(cur, dtype=bool)
         live[gone] = False
         if live.any():
             candidates = np.flatnonzero(live)
-            top = candidates[np.argmax(levels[candidates])]  # first of the highest
-            state["enterpoint_node"] = int(top)
-            state["max_level"] = int(levels[top])
+            ep = int(candidates[np.argmax(levels[candidates])])  # first of the highest
+        state["enterpoint_node"] = ep
+        state["max_level"] = int(levels[ep])
 
 
 def _unlink(lists: npt.NDArray[np.uint32], gone: npt.NDArray[np.int64], own: Any) -> None:

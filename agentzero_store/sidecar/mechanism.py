@@ -215,8 +215,9 @@ class Sidecar(Generic[P]):
                 self.heal(f"a query failed: {failed}")
 
     # ------------------------------------------------------------------ replay
-    def catch_up(self) -> int:
-        """Apply the source's changes after ``applied_seq``; checkpoint when due.
+    def catch_up(self, *, checkpoint: bool = True) -> int:
+        """Apply the source's changes after ``applied_seq``; checkpoint when due (unless
+        ``checkpoint`` is False: a caller batching many writes checkpoints once after).
 
         Returns how many changes were applied. Cheap when nothing changed (one seq read).
         Raises ``SidecarCorruptError`` when the index itself is lost or fails (its files
@@ -234,9 +235,15 @@ class Sidecar(Generic[P]):
                 raise SidecarCorruptError(
                     f"the {self.index.kind} index failed applying changes: {failed}"
                 ) from failed.cause
-            if self._checkpoint_due():
+            if checkpoint and self._checkpoint_due():
                 self._checkpoint_quietly()
             return n
+
+    def checkpoint_if_due(self) -> None:
+        """Write a checkpoint if enough changes are pending (a failure is only logged)."""
+        with self.lock:
+            if self._checkpoint_due():
+                self._checkpoint_quietly()
 
     def purge_deleted(self) -> int:
         """Apply the source's changes, drop what the index still holds of deleted entries
