@@ -122,7 +122,7 @@ class MemoryIndex:
 
     def scrub(self) -> int:
         """Drop deleted rows' vectors and links from the graph (``HnswIndex.scrub``)
-        and their vectors from the map's dead slots; returns the graph's count."""
+        and their vectors from the map's dead slots; returns how many rows it scrubbed."""
         self.map.zero_dead()
         return self.hnsw.scrub()
 

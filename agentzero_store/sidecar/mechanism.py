@@ -251,10 +251,10 @@ class Sidecar(Generic[P]):
         afterwards neither holds the data of a row the source deleted (an erase), at the
         cost of one checkpoint, not a rebuild.
 
-        An index that is lost or fails applying the changes is rebuilt from the source
-        first (its deletes after the snapshot are then scrubbed too). Errors of the
-        source, and I/O errors writing the checkpoint, raise. Returns the entries
-        scrubbed.
+        An index that is lost, or fails applying the changes or scrubbing, is rebuilt
+        from the source (its deletes after the snapshot are then scrubbed too); a second
+        failure raises. Errors of the source, and I/O errors writing the checkpoint,
+        raise. Returns the entries scrubbed.
         """
         with self.lock:
             why = self.lost()
@@ -263,16 +263,18 @@ class Sidecar(Generic[P]):
                     self._replay()
                 except IndexFailed as failed:
                     why = f"applying changes failed: {failed}"
-            if why is not None:
-                self._rebuild(None, why, warn=True)
-            scrubbed = 0
-            if isinstance(self.index, Scrubs):
+            for attempt in (1, 2):
+                if why is not None:
+                    self._rebuild(None, why, warn=True)
                 try:
-                    scrubbed = self.index.scrub()
+                    scrubbed = self.index.scrub() if isinstance(self.index, Scrubs) else 0
+                    break
                 except BaseException as exc:
                     if not index_failure(exc):
                         raise
-                    raise IndexFailed(exc).public(self.index.kind) from exc
+                    if attempt == 2:
+                        raise IndexFailed(exc).public(self.index.kind) from exc
+                    why = f"scrubbing failed: {IndexFailed(exc)}"
             self.checkpoint(force=True)
             return scrubbed
 

@@ -25,7 +25,7 @@ KEPT = 60
 
 def _vectors(n: int) -> npt.NDArray[np.float32]:
     v = np.random.default_rng(4).normal(size=(n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
 
 def _write(data_dir: Path, clock: Clock) -> tuple[npt.NDArray[np.float32], dict[str, str]]:

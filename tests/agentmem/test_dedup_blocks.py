@@ -157,7 +157,7 @@ def test_blocks_on_a_synthetic_corpus_with_big_buckets() -> None:
         "l": [f"place{i}" for i in range(12)],
         "d": ["monday", "tuesday", "friday", "sunday"],
     }
-    texts = []
+    texts: list[str] = []
     for i in range(1_500):
         frame = frames[i % len(frames)]
         text = frame.format(n=rng.randint(1, 60), **{k: rng.choice(v) for k, v in slots.items()})
