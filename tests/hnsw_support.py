@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import functools
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -63,6 +65,26 @@ def fill(store: SqliteMemoryStore, start: int, n: int, *, batch: int = 2_000) ->
         m = min(batch, n - b)
         ids += store.append_many([entry(start + b + j) for j in range(m)], vectors=list(x[b:b + m]))
     return ids
+
+
+def checkpoint_vectors(data_dir: Path, keys: Any, dim: int) -> npt.NDArray[np.float32]:
+    """Every element's vector (deleted ones included) in the memory store's HNSW
+    checkpoint on disk, decrypted and verified the way the sidecar reads it."""
+    from agentzero_store.base.config import Layout
+    from agentzero_store.memory.index import MAGIC
+    from agentzero_store.sidecar.hnsw import HnswIndex
+    from agentzero_store.sidecar.manifest import CheckpointFiles, coverage, data_aad
+
+    files = CheckpointFiles(Layout(data_dir).memory_hnsw, keys.sidecar_key)
+    seq, table = coverage(files.read_manifest())
+    _, plain = files.read_sealed(
+        table, lambda name: data_aad(keys.store_id, "hnsw", seq, name), in_place=False
+    )
+    blob = plain["index"]
+    head = len(MAGIC) + 8
+    (glen,) = struct.unpack_from("<Q", blob, len(MAGIC))
+    state = HnswIndex(dim).parse(memoryview(blob)[head : head + glen])
+    return np.array(state.rows(dim)[1])
 
 
 def run_child(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -1,5 +1,5 @@
 """Consolidation: promote recurring episodes to semantic memories, merge near-duplicate
-notes, decay everything, archive what faded, delete what expired, purge old forgets.
+notes, decay everything, archive what faded, erase what expired and old forgets.
 
 Deterministic (inputs are read in a fixed order; near-duplicates are a fixed MinHash
 with an exact Jaccard check) and idempotent (a second run at the same time changes
@@ -7,7 +7,8 @@ nothing: promoted episodes are marked, merged twins and faded memories are archi
 retrievability snapshots are equal). Crash-safe: each step commits on its own; a
 promotion commits the new semantic memory and the marks on its sources in one
 transaction (never doubled), and anything archived afterwards is archived only after
-what replaces it is committed.
+what replaces it is committed; what is erased is first recorded as a pending purge,
+which the end of the run (or, after a crash, the next open) finishes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..memory.records import MemoryEntry, to_us
-from ..memory.schema import purge_keyword_index
 from . import dedup, fsrs
 from .parts import new_memory
 from .records import ConsolidationReport
@@ -39,18 +39,28 @@ def consolidate(
     """See ``AgentMemory.consolidate``."""
     tell = progress or (lambda step, done, total: None)
     now_us = to_us(now)
-    expired, purged = _expire(mem, life, now_us, dry_run)
-    tell("expire", 1, 5)
-    promoted, linked = _promote(mem, now_us, dry_run)
-    tell("promote", 2, 5)
-    merged = _merge(mem, life, now_us, dry_run)
-    tell("merge", 3, 5)
-    decayed, faded = _decay(mem, now_us, dry_run)
-    tell("decay", 4, 5)
-    archived = len(faded) if dry_run else life.archive(faded)
-    if not dry_run:
-        life.drop_spare_archive_copies()
-    tell("archive", 5, 5)
+    # The HNSW sidecar takes every change as it commits but writes no checkpoint until
+    # the end: at 100k memories each one rewrites ~170 MB, and the promotions alone
+    # used to fall due twice. A crash loses nothing: the next open replays the changes.
+    with mem.store.deferred_index_checkpoints():
+        expired, purged = _expire(mem, now_us, dry_run)
+        tell("expire", 1, 6)
+        promoted, linked = _promote(mem, now_us, dry_run)
+        tell("promote", 2, 6)
+        merged = _merge(mem, life, now_us, dry_run)
+        tell("merge", 3, 6)
+        decayed, faded = _decay(mem, now_us, dry_run)
+        tell("decay", 4, 6)
+        archived = len(faded) if dry_run else life.archive(faded)
+        if not dry_run:
+            life.drop_spare_archive_copies()
+        tell("archive", 5, 6)
+        if not dry_run:
+            # What expired and the forgets past their window, erased once for the run:
+            # archive copies, keyword segments, the HNSW graph and its checkpoint (one
+            # scrub, one checkpoint, which also covers every change above), the WAL.
+            life.finish_pending_erase()
+        tell("purge", 6, 6)
     return ConsolidationReport(
         promoted=promoted,
         linked=linked,
@@ -63,9 +73,10 @@ def consolidate(
     )
 
 
-def _expire(mem: Parts, life: Lifecycle, now_us: int, dry_run: bool) -> tuple[int, int]:
+def _expire(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
     """Delete memories past their TTL (and layer rows whose memory row the store
-    deleted), and empty undo entries past their window."""
+    deleted), and empty undo entries past their window; both are then erased (see
+    ``consolidate``)."""
     repo = mem.repo
     expired = repo.expired(now_us)
     orphans = [(o, -1) for o in repo.orphans()]
@@ -74,13 +85,9 @@ def _expire(mem: Parts, life: Lifecycle, now_us: int, dry_run: bool) -> tuple[in
         return len(expired), len(purge)
     with repo.transaction() as tx:
         repo.drop(tx, expired + orphans)
-        # A forget past its window becomes an erase: the same pending purge finishes it
-        # (archive copy, keyword segments, HNSW checkpoint, WAL), resumable after a crash.
-        repo.schedule_purge(tx, purge)
-    mem.archive.delete([i for i, _ in expired])
-    purge_keyword_index(mem.store.database)  # expired words leave the index's segments too
-    if purge:
-        life.finish_pending_erase()
+        # An expired memory, like a forget past its window, is erased: a pending purge
+        # (``am_purge``) finishes it after the commit, resumable after a crash.
+        repo.schedule_purge(tx, purge + [i for i, _ in expired])
     return len(expired), len(purge)
 
 

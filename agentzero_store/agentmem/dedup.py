@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..base.errors import InvalidArgumentError
+from .jaccard_blocks import TokenSets, bucket_links
 
 NUM_HASHES = 64
 """MinHash signature length: the LSH bands of every threshold are cut from it."""
@@ -27,6 +28,10 @@ NUM_HASHES = 64
 MAX_MISS_PROBABILITY = 1e-3
 """Banding target: a pair exactly at the threshold is missed with at most this chance
 (when 64 hashes allow it; see ``lsh_miss_probability``)."""
+
+SMALL_BUCKET = 16
+"""LSH buckets of up to this many sets are verified pair by pair in Python; larger
+ones as matrix products (``jaccard_blocks``), whose fixed cost per bucket is larger."""
 
 _WORD = re.compile(r"\w+")
 # For ASCII, ``\w`` is exactly [A-Za-z0-9_]: keep those (lowered), blank the rest.
@@ -158,33 +163,37 @@ _ADDENDS = _constants("add", NUM_HASHES)
 _BAND_MIX = _constants("band", NUM_HASHES)
 
 
-def _signatures(sets: Sequence[frozenset[str]]) -> _U64:
-    """MinHash signatures of non-empty ``sets``, shape (NUM_HASHES, len(sets)).
+def _token_sets(sets: Sequence[frozenset[str]]) -> tuple[TokenSets, list[str]]:
+    """``sets`` as token ids (numbered by first appearance) and the vocabulary."""
+    # Built with C-level iteration (chain, dict.fromkeys, map): a Python loop per token
+    # costs more than all the hashing in ``_signatures``.
+    all_tokens = list(itertools.chain.from_iterable(sets))
+    vocab = {tok: i for i, tok in enumerate(dict.fromkeys(all_tokens))}
+    ids = np.fromiter(map(vocab.__getitem__, all_tokens), dtype=np.intp, count=len(all_tokens))
+    sizes = np.fromiter(map(len, sets), dtype=np.intp, count=len(sets))
+    return TokenSets(ids, sizes), list(vocab)
+
+
+def _signatures(sets: TokenSets, vocab: Sequence[str]) -> _U64:
+    """MinHash signatures of non-empty token sets, shape (NUM_HASHES, number of sets).
 
     Each token is hashed once with BLAKE2b (8 bytes); hash function k is then
     x -> (a_k x + b_k) mod 2**64, whose high bits (which decide the minimum) are a
     multiply-shift universal hash of an already uniform x. Column i's row k is the
     minimum over set i's tokens, computed for all sets at once with ``reduceat``.
     """
-    # Token ids by first appearance, built with C-level iteration (chain, dict.fromkeys,
-    # map): a Python loop per token costs more than all the hashing below.
-    all_tokens = list(itertools.chain.from_iterable(sets))
-    vocab = {tok: i for i, tok in enumerate(dict.fromkeys(all_tokens))}
-    ids = np.fromiter(map(vocab.__getitem__, all_tokens), dtype=np.intp, count=len(all_tokens))
     digests = b"".join(
         hashlib.blake2b(tok.encode("utf-8", "surrogatepass"), digest_size=8).digest()
         for tok in vocab
     )
-    flat = np.frombuffer(digests, dtype="<u8").astype(np.uint64)[ids]
-    offsets = np.zeros(len(sets), dtype=np.intp)
-    np.cumsum(np.fromiter(map(len, sets), dtype=np.intp, count=len(sets))[:-1], out=offsets[1:])
-    signatures = np.empty((NUM_HASHES, len(sets)), dtype=np.uint64)
+    flat = np.frombuffer(digests, dtype="<u8").astype(np.uint64)[sets.ids]
+    signatures = np.empty((NUM_HASHES, len(sets.size)), dtype=np.uint64)
     scratch = np.empty_like(flat)
     for k in range(NUM_HASHES):
         # uint64 arithmetic wraps modulo 2**64, which is the hash's definition.
         np.multiply(flat, _MULTIPLIERS[k], out=scratch)
         np.add(scratch, _ADDENDS[k], out=scratch)
-        signatures[k] = np.minimum.reduceat(scratch, offsets)
+        signatures[k] = np.minimum.reduceat(scratch, sets.start)
     return signatures
 
 
@@ -269,24 +278,35 @@ def near_duplicate_groups(
             x = parent[x]
         return x
 
+    sizes = [len(s) for s in sets]
+
+    def similar(x: int, y: int) -> bool:
+        # J <= min/max of the sizes, and float division keeps that order, so this
+        # cheap bound never skips a pair the exact test would keep.
+        nx, ny = sizes[x], sizes[y]
+        size_bound = nx / ny if nx <= ny else ny / nx
+        return size_bound >= t and jaccard(sets[x], sets[y]) >= t
+
     if t < 1.0 and len(sets) > 1:
         bands, rows = _banding(t)
-        sizes = [len(s) for s in sets]
-        for bucket in _buckets(_signatures(sets), bands, rows):
+        token_sets, vocab = _token_sets(sets)
+        need = token_sets.least_common_table(t)
+        for bucket in _buckets(_signatures(token_sets, vocab), bands, rows):
+            if len(bucket) > SMALL_BUCKET:
+                # Every pair at once, as matrix products: the same exact test (see
+                # ``jaccard_blocks``), whose links give the same components.
+                for x, y in bucket_links(token_sets, bucket, need, similar):
+                    rx, ry = find(x), find(y)
+                    parent[rx] = parent[ry] = min(rx, ry)
+                continue
             for j in range(1, len(bucket)):
                 x = bucket[j]
                 rx = find(x)
                 for y in bucket[:j]:
                     ry = find(y)
                     # Already joined: the edge could not change any component, and
-                    # skipping it keeps big buckets of true duplicates near-linear.
-                    if rx == ry:
-                        continue
-                    # J <= min/max of the sizes, and float division keeps that order,
-                    # so this cheap bound never skips a pair the exact test would keep.
-                    nx, ny = sizes[x], sizes[y]
-                    size_bound = nx / ny if nx <= ny else ny / nx
-                    if size_bound >= t and jaccard(sets[x], sets[y]) >= t:
+                    # skipping it keeps buckets of true duplicates near-linear.
+                    if rx != ry and similar(x, y):
                         root = min(rx, ry)
                         parent[rx] = parent[ry] = root
                         rx = root

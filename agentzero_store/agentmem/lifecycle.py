@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..base.config import Layout
 from ..base.errors import CorruptStoreError, NotFoundError
 from ..memory.records import MemoryEntry, from_us, to_us
 from ..memory.schema import purge_keyword_index
@@ -255,8 +254,9 @@ class Lifecycle:
         mem = self._mem
         mem.archive.delete(ids)
         purge_keyword_index(mem.store.database)
-        if mem.store.hnsw_index is not None or Layout(mem.store.data_dir).memory_hnsw.is_dir():
-            mem.store.rebuild_index("hnsw")  # rewrites the checkpoint without the vectors
+        # The deletes reached the index through the change feed as hnswlib's deleted
+        # marks, which keep the vectors: scrub them and write the checkpoint once.
+        mem.store.purge_index()
 
     def truncate_wal(self) -> bool:
         """Copy the WAL into memory.db and empty it (old frames hold old pages); False

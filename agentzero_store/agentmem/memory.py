@@ -1137,8 +1137,9 @@ class AgentMemory:
         progress: Callable[[str, int, int], None] | None = None,
     ) -> ConsolidationReport:
         """Promote recurring episodes, merge near-duplicate notes, decay, archive what
-        faded, delete what expired and purge forgets past their window. Deterministic,
-        idempotent, and safe to re-run after a crash at any point."""
+        faded, and erase (as ``erase`` does) what expired and forgets past their window.
+        Deterministic, idempotent, and safe to re-run after a crash at any point.
+        ``progress(step, done, total)`` is called after each of its six steps."""
         self.flush()
         at = now or self.now()
         report = consolidate(self._parts, self._life, at, dry_run=dry_run, progress=progress)

@@ -120,6 +120,12 @@ class MemoryIndex:
         """Live rows."""
         return self.hnsw.count()
 
+    def scrub(self) -> int:
+        """Drop deleted rows' vectors and links from the graph (``HnswIndex.scrub``)
+        and their vectors from the map's dead slots; returns how many rows it scrubbed."""
+        self.map.zero_dead()
+        return self.hnsw.scrub()
+
     def dump(self) -> dict[str, bytes]:
         """One file: ``MAGIC``, the HNSW state's length, the HNSW state, the scope map."""
         graph = self.hnsw.dump()["index"]

@@ -151,6 +151,17 @@ class ScopeMap:
         self._live[slots] = False
         self.live -= len(slots)
 
+    def zero_dead(self) -> None:
+        """Zero the vectors of dead slots (deleted or replaced rows): nothing reads them,
+        and an erased row's vector should not outlive it in memory either."""
+        dead = np.flatnonzero(~self._live[: self.size])
+        base = dead[dead < self._base_n]
+        if len(base):
+            if not self._base.flags.writeable:
+                self._base = self._base.copy()
+            self._base[base] = 0
+        self._tail[dead[dead >= self._base_n] - self._base_n] = 0
+
     # ---------------------------------------------------------------- queries
     def resolve(self, scope: Scope) -> Want | None:
         """The scope as interned ids; None if a given value was never seen (no rows)."""

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..base.errors import DimensionMismatchError, SidecarCorruptError
+from .hnsw_scrub import scrub
 
 MAGIC = b"AZHNSW\x00\x01"
 SERIALIZATION = 1
@@ -90,6 +91,7 @@ class HnswIndex:
         self._ef = 0
         self._labels: set[int] = set()  # every label hnswlib holds, deleted ones included
         self._deleted: set[int] = set()
+        self._scrubbed: set[int] = set()  # deleted labels without vector or links left
         self.reset()
 
     def __repr__(self) -> str:
@@ -109,7 +111,7 @@ class HnswIndex:
     def reset(self) -> None:
         """An empty index."""
         self._index = self._new(self.initial_capacity)
-        self._labels, self._deleted = set(), set()
+        self._labels, self._deleted, self._scrubbed = set(), set(), set()
 
     def _new(self, capacity: int) -> Any:
         self._ef = 0  # the beam width last set on the native index (0: unknown)
@@ -149,6 +151,7 @@ class HnswIndex:
         ls = labels.tolist()
         self._labels.update(ls)
         self._deleted.difference_update(ls)
+        self._scrubbed.difference_update(ls)  # hnswlib rewrote the vector, relinked it
 
     def delete(self, keys: Sequence[int]) -> None:
         """Mark labels deleted; unknown and already-deleted labels are ignored
@@ -161,6 +164,25 @@ class HnswIndex:
     def count(self) -> int:
         """Live (not deleted) vectors."""
         return len(self._labels) - len(self._deleted)
+
+    def scrub(self) -> int:
+        """Zero the vectors of deleted labels and cut every link to and from them, in the
+        index itself (``hnsw_scrub``), so no later ``dump`` holds them; returns how many
+        were scrubbed (0, without copying anything, when none is left to scrub).
+
+        hnswlib has no call for it: its state is copied out, scrubbed and loaded back
+        (about twice the index's size while it runs).
+        """
+        todo = self._deleted - self._scrubbed
+        if not todo:
+            return 0
+        state = dict(self._index.__getstate__()[0])  # fresh copies of hnswlib's arrays
+        scrub(state, np.fromiter(todo, dtype=np.uint64, count=len(todo)), self.dim)
+        index = hnswlib.Index(state)  # the constructor hnswlib's unpickler calls
+        index.set_num_threads(-1)
+        self._index, self._ef = index, 0
+        self._scrubbed |= todo
+        return len(todo)
 
     def dump(self) -> dict[str, bytes]:
         """The index as one explicit byte string (see the module docstring)."""
@@ -224,6 +246,7 @@ class HnswIndex:
         self._deleted = set(deleted.tolist())
         if not self._deleted <= self._labels:
             raise SidecarCorruptError("the HNSW checkpoint deletes labels it does not hold")
+        self._scrubbed = _scrubbed(state, self.dim, deleted)
 
     # ---------------------------------------------------------------- queries
     def search(
@@ -261,6 +284,20 @@ class HnswIndex:
     def contains(self, label: int) -> bool:
         """True if ``label`` is live in the index."""
         return label in self._labels and label not in self._deleted
+
+
+def _scrubbed(state: State, dim: int, deleted: npt.NDArray[np.uint64]) -> set[int]:
+    """The deleted labels of a loaded state that ``scrub`` already emptied: a zero
+    vector and no links on level 0 (hnswlib links every element of a larger graph)."""
+    if not len(deleted):
+        return set()
+    labels, vectors = state.rows(dim)
+    cur, per = len(labels), int(state.scalars["size_data_per_element"])
+    header = state.arrays["data_level0"][: cur * per].reshape(cur, per)[:, :4]
+    linked = np.ascontiguousarray(header).view(np.uint32)[:, 0] & 0xFFFF
+    gone = np.flatnonzero(np.isin(labels, deleted))
+    empty = ~vectors[gone].any(axis=1) & (linked[gone] == 0)
+    return set(labels[gone[empty]].tolist())
 
 
 def _parse(blob: memoryview) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:

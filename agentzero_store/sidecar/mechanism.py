@@ -42,6 +42,7 @@ from .types import (
     KeepsFiles,
     OpenReport,
     Progress,
+    Scrubs,
     SidecarIndex,
     SidecarStatus,
     Source,
@@ -214,8 +215,9 @@ class Sidecar(Generic[P]):
                 self.heal(f"a query failed: {failed}")
 
     # ------------------------------------------------------------------ replay
-    def catch_up(self) -> int:
-        """Apply the source's changes after ``applied_seq``; checkpoint when due.
+    def catch_up(self, *, checkpoint: bool = True) -> int:
+        """Apply the source's changes after ``applied_seq``; checkpoint when due (unless
+        ``checkpoint`` is False: a caller batching many writes checkpoints once after).
 
         Returns how many changes were applied. Cheap when nothing changed (one seq read).
         Raises ``SidecarCorruptError`` when the index itself is lost or fails (its files
@@ -233,9 +235,48 @@ class Sidecar(Generic[P]):
                 raise SidecarCorruptError(
                     f"the {self.index.kind} index failed applying changes: {failed}"
                 ) from failed.cause
-            if self._checkpoint_due():
+            if checkpoint and self._checkpoint_due():
                 self._checkpoint_quietly()
             return n
+
+    def checkpoint_if_due(self) -> None:
+        """Write a checkpoint if enough changes are pending (a failure is only logged)."""
+        with self.lock:
+            if self._checkpoint_due():
+                self._checkpoint_quietly()
+
+    def purge_deleted(self) -> int:
+        """Apply the source's changes, drop what the index still holds of deleted entries
+        (if it ``Scrubs``), then write a checkpoint now, replacing whatever is on disk:
+        afterwards neither holds the data of a row the source deleted (an erase), at the
+        cost of one checkpoint, not a rebuild.
+
+        An index that is lost, or fails applying the changes or scrubbing, is rebuilt
+        from the source (its deletes after the snapshot are then scrubbed too); a second
+        failure raises. Errors of the source, and I/O errors writing the checkpoint,
+        raise. Returns the entries scrubbed.
+        """
+        with self.lock:
+            why = self.lost()
+            if why is None:
+                try:
+                    self._replay()
+                except IndexFailed as failed:
+                    why = f"applying changes failed: {failed}"
+            for attempt in (1, 2):
+                if why is not None:
+                    self._rebuild(None, why, warn=True)
+                try:
+                    scrubbed = self.index.scrub() if isinstance(self.index, Scrubs) else 0
+                    break
+                except BaseException as exc:
+                    if not index_failure(exc):
+                        raise
+                    if attempt == 2:
+                        raise IndexFailed(exc).public(self.index.kind) from exc
+                    why = f"scrubbing failed: {IndexFailed(exc)}"
+            self.checkpoint(force=True)
+            return scrubbed
 
     def _checkpoint_due(self) -> bool:
         # A checkpoint rewrites the whole index. With checkpoint_growth > 0, an index of

@@ -152,6 +152,17 @@ class KeepsFiles(Protocol):
         ...
 
 
+@runtime_checkable
+class Scrubs(Protocol):
+    """An adapter whose deleted entries still hold data (hnswlib's ``mark_deleted`` keeps
+    the vector and its links), which ``scrub`` drops in memory, so the next checkpoint
+    holds none of it (what an erase needs, without a rebuild)."""
+
+    def scrub(self) -> int:
+        """Drop what deleted entries still hold; returns how many entries changed."""
+        ...
+
+
 @dataclass(frozen=True)
 class EmbedderInfo:
     """Which embedder produced a vector index's vectors; a mismatch forces a rebuild."""
