@@ -41,7 +41,8 @@ CACHE_LOG = "agentzero_store.embed.onnx_cache"
 @dataclass(frozen=True)
 class Built:
     root: Path
-    data: bytes
+    graph: Path  # what load_or_build returned
+    data: bytes  # the same model as one ONNX file in memory, as the exporter returns it
     messages: list[str]
 
 
@@ -75,11 +76,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
             mp.setattr(socket.socket, "connect_ex", _no_network)
             mp.setattr(socket, "create_connection", _no_network)
             mp.setattr(socket, "getaddrinfo", _no_network)
-            data = load_or_build(model_dir(), root)
+            graph = load_or_build(model_dir(), root)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
-    yield Built(root, data, handler.messages)
+    assert isinstance(graph, Path)
+    import onnx  # reassemble the one-file form (loads the external weights too)
+
+    yield Built(root, graph, onnx.load(str(graph)).SerializeToString(), handler.messages)
 
 
 @pytest.fixture(scope="session")
@@ -172,11 +176,14 @@ def test_the_build_is_offline_logged_and_leaves_a_checked_cache(built: Built) ->
     paths = CachePaths(built.root)
     assert any("building" in m and "ONNX" in m for m in built.messages)
     manifest = json.loads(paths.manifest.read_text())
-    assert manifest["size"] == len(built.data) == paths.model.stat().st_size
+    assert built.graph == paths.graph
+    for role, path in paths.files().items():
+        assert manifest["files"][role]["size"] == path.stat().st_size
+        assert path.stat().st_mode & 0o777 == 0o600
+    assert paths.weights.stat().st_size > 80_000_000 > 1_000_000 > paths.graph.stat().st_size
     assert manifest["source_sha256"] == LOCAL_MODEL_SHA256
     assert manifest["max_abs_diff_vs_torch"] < TOLERANCE
-    assert read_cached(paths) == built.data
-    assert paths.model.stat().st_mode & 0o777 == 0o600
+    assert read_cached(paths) == paths.graph
     leftovers = [p.name for p in built.root.iterdir() if ".tmp-" in p.name]
     assert leftovers == []
 
@@ -200,7 +207,8 @@ def cache(
     """A copy of the built cache and a stub exporter (no re-export per case)."""
     root = tmp_path / "cache"
     root.mkdir()
-    for p in (CachePaths(built.root).model, CachePaths(built.root).manifest):
+    src = CachePaths(built.root)
+    for p in (src.graph, src.weights, src.manifest):
         shutil.copy2(p, root / p.name)
     stub = StubExport(built.data)
     monkeypatch.setattr(onnx_cache, "export_onnx", stub)
@@ -222,15 +230,25 @@ def _recipe_zero(p: Path) -> None:
     p.write_text(json.dumps({**json.loads(p.read_text()), "recipe": 0}))
 
 
+def _no_weights_hash(p: Path) -> None:
+    m = json.loads(p.read_text())
+    del m["files"]["weights"]["sha256"]
+    p.write_text(json.dumps(m))
+
+
 DAMAGE: dict[str, tuple[str, Callable[[Path], object]]] = {
-    "model bit flip": ("model", _flip_middle),
-    "model truncated": ("model", _truncate_half),
-    "model empty": ("model", lambda p: p.write_bytes(b"")),
-    "model missing": ("model", lambda p: p.unlink()),
+    "weights bit flip": ("weights", _flip_middle),
+    "weights truncated": ("weights", _truncate_half),
+    "weights empty": ("weights", lambda p: p.write_bytes(b"")),
+    "weights missing": ("weights", lambda p: p.unlink()),
+    "graph bit flip": ("graph", _flip_middle),
+    "graph truncated": ("graph", _truncate_half),
+    "graph missing": ("graph", lambda p: p.unlink()),
     "manifest garbage": ("manifest", lambda p: p.write_bytes(b"\x00garbage{")),
     "manifest truncated": ("manifest", lambda p: p.write_bytes(p.read_bytes()[:40])),
     "manifest not an object": ("manifest", lambda p: p.write_text("[1, 2]")),
     "manifest of another recipe": ("manifest", _recipe_zero),
+    "manifest without a hash": ("manifest", _no_weights_hash),
     "manifest missing": ("manifest", lambda p: p.unlink()),
 }
 
@@ -244,10 +262,10 @@ def test_a_damaged_cache_is_detected_and_rebuilt(
     damage(getattr(paths, which))
     assert read_cached(paths) is None  # never loaded as it is
     with caplog.at_level(logging.DEBUG, logger=CACHE_LOG):
-        data = load_or_build(model_dir(), paths.root)
-    assert data == stub.data and stub.calls == 1
+        got = load_or_build(model_dir(), paths.root)
+    assert got == paths.graph and stub.calls == 1
     assert any("building" in r.getMessage() for r in caplog.records)
-    assert read_cached(paths) == stub.data  # healed: the next process just loads it
+    assert read_cached(paths) == paths.graph  # healed: the next process just loads it
     load_or_build(model_dir(), paths.root)
     assert stub.calls == 1
 
@@ -256,7 +274,7 @@ def test_embedding_through_a_corrupt_cache_gives_the_golden_vectors(
     cache: tuple[CachePaths, StubExport],
 ) -> None:
     paths, stub = cache
-    _flip_middle(paths.model)
+    _flip_middle(paths.weights)
     e = LocalEmbedder(backend="onnx", cache_dir=paths.root)
     got = e.embed(list(GOLDEN_TEXTS[:4]))
     assert stub.calls == 1
@@ -268,22 +286,22 @@ def test_bytes_onnxruntime_rejects_are_rebuilt_once(
 ) -> None:
     paths, stub = cache
     junk = b"not an onnx model"  # vouched for by a forged manifest: hash and size match
-    paths.model.write_bytes(junk)
+    paths.graph.write_bytes(junk)
     manifest = json.loads(paths.manifest.read_text())
-    manifest.update(size=len(junk), sha256=hashlib.sha256(junk).hexdigest())
+    manifest["files"]["graph"].update(size=len(junk), sha256=hashlib.sha256(junk).hexdigest())
     paths.manifest.write_text(json.dumps(manifest))
     e = LocalEmbedder(backend="onnx", cache_dir=paths.root)
     e.embed(["x"])
     assert stub.calls == 1 and e.last_backend == "onnx"
-    assert read_cached(paths) == stub.data
+    assert read_cached(paths) == paths.graph
 
 
 def test_crash_leftovers_are_cleaned_on_the_next_build(
     cache: tuple[CachePaths, StubExport],
 ) -> None:
     paths, stub = cache
-    paths.model.unlink()
-    leftover = paths.root / f".{paths.model.name}.tmp-999-deadbeef"
+    paths.weights.unlink()
+    leftover = paths.root / f".{paths.weights.name}.tmp-999-deadbeef"
     leftover.write_bytes(b"half a model")
     load_or_build(model_dir(), paths.root)
     assert not leftover.exists() and stub.calls == 1
@@ -306,7 +324,7 @@ def test_concurrent_first_uses_build_once(cache: tuple[CachePaths, StubExport]) 
     paths, stub = cache
     paths.manifest.unlink()
     stub.delay = 0.3  # long enough for the second caller to queue on the lock
-    results: list[bytes] = []
+    results: list[object] = []
     threads = [
         threading.Thread(target=lambda: results.append(load_or_build(model_dir(), paths.root)))
         for _ in range(2)
@@ -315,7 +333,7 @@ def test_concurrent_first_uses_build_once(cache: tuple[CachePaths, StubExport]) 
         t.start()
     for t in threads:
         t.join()
-    assert results == [stub.data, stub.data] and stub.calls == 1
+    assert results == [paths.graph, paths.graph] and stub.calls == 1
 
 
 def test_auto_falls_back_to_torch_when_onnx_cannot_be_built(

@@ -152,15 +152,15 @@ class LocalEmbedder:
             from .onnx_cache import load_or_build
 
             try:
-                data = load_or_build(self._dir(), self._cache_dir)
+                model = load_or_build(self._dir(), self._cache_dir)
                 try:
-                    self._onnx = OnnxMiniLM(data, tokenizer)
+                    self._onnx = OnnxMiniLM(model, tokenizer)
                 except EmbedderError as exc:
-                    # The manifest vouched for these bytes, yet onnxruntime refused them:
-                    # build afresh once rather than fail on the same file forever.
+                    # The manifest vouched for these files, yet onnxruntime refused them:
+                    # build afresh once rather than fail on the same files forever.
                     log.warning("%s; rebuilding the cached ONNX model", exc)
-                    data = load_or_build(self._dir(), self._cache_dir, rebuild=True)
-                    self._onnx = OnnxMiniLM(data, tokenizer)
+                    model = load_or_build(self._dir(), self._cache_dir, rebuild=True)
+                    self._onnx = OnnxMiniLM(model, tokenizer)
             except EmbedderError as exc:
                 if self.backend == "onnx":
                     raise

@@ -9,6 +9,7 @@ makes a cold ``recall`` fast. Pooling and normalisation are inside the graph
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,11 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT_NAME = "embedding"
 
 
-def new_session(data: bytes, *, threads: int = 0) -> Any:
-    """An onnxruntime CPU session over the ONNX bytes (``threads`` 0: one per core)."""
+def new_session(model: Path | bytes, *, threads: int = 0) -> Any:
+    """An onnxruntime CPU session over an ONNX file or bytes (``threads`` 0: one per core).
+
+    A file's external weights are found beside it and mapped, not copied.
+    """
     try:
         import onnxruntime as ort
     except Exception as exc:
@@ -37,7 +41,8 @@ def new_session(data: bytes, *, threads: int = 0) -> Any:
     options.intra_op_num_threads = threads
     options.log_severity_level = 3  # errors only: no optimiser chatter on stderr
     try:
-        return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        source = str(model) if isinstance(model, Path) else model
+        return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own exception types
         raise EmbedderError(f"onnxruntime could not load the ONNX model: {exc}") from exc
 
@@ -45,8 +50,8 @@ def new_session(data: bytes, *, threads: int = 0) -> Any:
 class OnnxMiniLM:
     """all-MiniLM-L6-v2 as one onnxruntime session (thread-safe: ``run`` may be shared)."""
 
-    def __init__(self, data: bytes, tokenizer: TextTokenizer, *, threads: int = 0) -> None:
-        self._session = new_session(data, threads=threads)
+    def __init__(self, model: Path | bytes, tokenizer: TextTokenizer, *, threads: int = 0) -> None:
+        self._session = new_session(model, threads=threads)
         self._tokenizer = tokenizer
 
     def embed_ids(self, ids: Sequence[Sequence[int]], batch_size: int) -> Vector:

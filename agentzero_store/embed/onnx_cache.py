@@ -3,18 +3,20 @@
 Layout (``<cache>`` = env ``AGENTZERO_MODEL_CACHE``, else the platform's user cache dir
 ``…/agentzero/models``)::
 
-    <stem>.onnx   the exported model (~90 MB), written by ``atomic_write``
-    <stem>.json   its manifest: the model's SHA-256 and size, the weights it came from,
-                  the export recipe; written after the model, also atomically
-    .<stem>.lock  flock'd while a process checks and builds, so two builds never race
+    <stem>.onnx        the graph (~115 KB); its weights live in the next file
+    <stem>.onnx.data   the weights (~90 MB, page-aligned: onnxruntime maps them)
+    <stem>.json        the manifest: size and SHA-256 of both files, the weights they
+                       came from, the export recipe
+    .<stem>.lock       flock'd while a process checks and builds, so builds never race
 
-``<stem>`` names the source weights' hash and the recipe (``all-MiniLM-L6-v2-<sha12>-r1``),
-so a new recipe or other weights never reuse an old file. Every load reads the model
-once, hashes those very bytes and compares them with the manifest before onnxruntime
-sees them: a partial, truncated or bit-flipped file, a missing or garbled manifest, or
-a manifest from another recipe is logged and rebuilt, never loaded and never fatal.
-A cache that cannot be written (read-only home, full disk) costs a rebuild per process,
-with a warning, not an error.
+Every file is written by ``atomic_write`` (weights, graph, then manifest: a crash leaves
+files no manifest vouches for, never a manifest vouching for missing files). ``<stem>``
+names the source weights' hash and the recipe (``all-MiniLM-L6-v2-<sha12>-r1``), so a new
+recipe or other weights never reuse an old file. Every load hashes both files and
+compares them with the manifest before onnxruntime opens them: a partial, truncated or
+bit-flipped file, a missing or garbled manifest, or one from another recipe is logged
+and rebuilt, never loaded and never fatal. A cache that cannot be written (read-only
+home, full disk) costs a rebuild per process, with a warning, not an error.
 """
 
 from __future__ import annotations
@@ -33,14 +35,18 @@ from typing import Any
 
 from ..base.errors import StoreIOError
 from ..storage.fileio import atomic_write, cleanup_temp_files
-from .minilm import LOCAL_MODEL_ID, LOCAL_MODEL_SHA256
-from .onnx_export import EXPORT_RECIPE, OPSET, Exported, export_onnx
+from .minilm import LOCAL_MODEL_ID, LOCAL_MODEL_SHA256, sha256_file
+from .onnx_export import EXPORT_RECIPE, OPSET, Exported, export_onnx, split_weights
 
 log = logging.getLogger(__name__)
 
 ENV_CACHE = "AGENTZERO_MODEL_CACHE"
 MANIFEST_FORMAT = 1
 STEM = f"all-MiniLM-L6-v2-{LOCAL_MODEL_SHA256[:12]}-r{EXPORT_RECIPE}"
+
+# What ``load_or_build`` hands to onnxruntime: the checked graph file in the cache, or,
+# when the cache cannot be written, the whole model in memory.
+ModelSource = Path | bytes
 
 
 def default_cache_dir() -> Path:
@@ -55,18 +61,23 @@ def default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class CachePaths:
-    """Where the model, its manifest and the build lock live in one cache dir."""
+    """Where the model's files, its manifest and the build lock live in one cache dir."""
 
     root: Path
 
     @property
-    def model(self) -> Path:
-        """The ONNX file."""
+    def graph(self) -> Path:
+        """The ONNX graph, which names the weights file beside it."""
         return self.root / f"{STEM}.onnx"
 
     @property
+    def weights(self) -> Path:
+        """The weights (ONNX external data)."""
+        return self.root / f"{STEM}.onnx.data"
+
+    @property
     def manifest(self) -> Path:
-        """The manifest (JSON) that vouches for the ONNX file."""
+        """The manifest (JSON) that vouches for the two files."""
         return self.root / f"{STEM}.json"
 
     @property
@@ -74,9 +85,13 @@ class CachePaths:
         """Held (flock) while a process checks and builds."""
         return self.root / f".{STEM}.lock"
 
+    def files(self) -> dict[str, Path]:
+        """The manifest's name for each model file."""
+        return {"graph": self.graph, "weights": self.weights}
 
-def read_cached(paths: CachePaths) -> bytes | None:
-    """The cached model's bytes if the manifest vouches for them; else None (logged why)."""
+
+def read_cached(paths: CachePaths) -> Path | None:
+    """The graph file if the manifest vouches for both files; else None (logged why)."""
     try:
         raw = paths.manifest.read_bytes()
     except FileNotFoundError:
@@ -89,22 +104,25 @@ def read_cached(paths: CachePaths) -> bytes | None:
     if problem:
         log.warning("the ONNX model manifest %s %s; rebuilding", paths.manifest, problem)
         return None
-    manifest = json.loads(raw)
-    try:
-        data = paths.model.read_bytes()
-    except OSError as exc:
-        log.warning("cannot read the cached ONNX model %s (%s); rebuilding", paths.model, exc)
-        return None
-    if len(data) != manifest["size"] or hashlib.sha256(data).hexdigest() != manifest["sha256"]:
-        log.warning(
-            "the cached ONNX model %s is damaged (%d bytes, expected %d, or its hash "
-            "differs); rebuilding",
-            paths.model,
-            len(data),
-            manifest["size"],
-        )
-        return None
-    return data
+    entries = json.loads(raw)["files"]
+    for role, path in paths.files().items():
+        want = entries[role]
+        try:
+            size, digest = path.stat().st_size, sha256_file(path)
+        except OSError as exc:
+            log.warning("cannot read the cached ONNX %s %s (%s); rebuilding", role, path, exc)
+            return None
+        if size != want["size"] or digest != want["sha256"]:
+            log.warning(
+                "the cached ONNX %s %s is damaged (%d bytes, expected %d, or its hash "
+                "differs); rebuilding",
+                role,
+                path,
+                size,
+                want["size"],
+            )
+            return None
+    return paths.graph
 
 
 def _manifest_problem(raw: bytes) -> str:
@@ -124,37 +142,48 @@ def _manifest_problem(raw: bytes) -> str:
     for key, want in expected.items():
         if m.get(key) != want:
             return f"has {key}={m.get(key)!r}, this version needs {want!r}"
-    if not isinstance(m.get("size"), int) or not isinstance(m.get("sha256"), str):
-        return "lacks the model's size or hash"
+    files = m.get("files")
+    for role in ("graph", "weights"):
+        entry = files.get(role) if isinstance(files, dict) else None
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("size"), int)
+            and isinstance(entry.get("sha256"), str)
+        ):
+            return f"lacks the {role} file's size or hash"
     return ""
 
 
 def load_or_build(
     directory: Path, cache_dir: Path | None = None, *, rebuild: bool = False
-) -> bytes:
-    """The checked ONNX model bytes: from the cache, else exported (once) and cached.
+) -> ModelSource:
+    """The checked ONNX model: the cached graph file, else exported (once) and cached.
 
     ``directory`` holds the packaged weights the model is exported from; ``cache_dir``
-    defaults to ``default_cache_dir()``; ``rebuild`` ignores the cached file (used when
-    onnxruntime rejected bytes the manifest vouched for). Raises ``EmbedderError`` only
-    if the model cannot be exported at all; cache trouble is logged and worked around.
+    defaults to ``default_cache_dir()``; ``rebuild`` ignores the cached files (used when
+    onnxruntime rejected files the manifest vouched for). Returns the whole model as
+    bytes only when the cache cannot be written. Raises ``EmbedderError`` only if the
+    model cannot be exported at all; cache trouble is logged and worked around.
     """
     paths = CachePaths(cache_dir if cache_dir is not None else default_cache_dir())
-    data = None if rebuild else read_cached(paths)
-    if data is not None:
-        return data
+    cached = None if rebuild else read_cached(paths)
+    if cached is not None:
+        return cached
+    exported: Exported | None = None
     try:
         paths.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         with _build_lock(paths.lock):
             # Another process may have built it while this one waited for the lock.
-            data = None if rebuild else read_cached(paths)
-            if data is not None:
-                return data
+            cached = None if rebuild else read_cached(paths)
+            if cached is not None:
+                return cached
             cleanup_temp_files(paths.root)  # a crashed build's leftovers (we hold the lock)
             exported = _build(directory)
-            data = exported.data
             _store(paths, exported)
-            return data
+            stored = read_cached(paths)
+            if stored is None:  # the disk did not keep what was written
+                raise StoreIOError(f"the ONNX model just written to {paths.root} reads back bad")
+            return stored
     except (OSError, StoreIOError) as exc:  # the cache, not the export (EmbedderError)
         log.warning(
             "the ONNX model cache %s is not writable (%s); using a model built in memory, "
@@ -163,7 +192,7 @@ def load_or_build(
             exc,
             ENV_CACHE,
         )
-        return data if data is not None else _build(directory).data
+        return (exported or _build(directory)).data
 
 
 def _build(directory: Path) -> Exported:
@@ -183,32 +212,40 @@ def _build(directory: Path) -> Exported:
 def _store(paths: CachePaths, exported: Exported) -> None:
     import onnxruntime
 
-    data = exported.data
+    graph, weights = split_weights(exported.data, paths.weights.name)
+    contents = {"graph": graph, "weights": weights}
     manifest = {
         "format": MANIFEST_FORMAT,
         "model_id": LOCAL_MODEL_ID,
         "source_sha256": LOCAL_MODEL_SHA256,
         "recipe": EXPORT_RECIPE,
         "opset": OPSET,
-        "size": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
+        "files": {
+            role: {
+                "name": paths.files()[role].name,
+                "size": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+            for role, data in contents.items()
+        },
         "torch": exported.torch_version,
-        "max_abs_diff_vs_torch": exported.max_abs_diff,
         "onnxruntime": str(onnxruntime.__version__),
+        "max_abs_diff_vs_torch": exported.max_abs_diff,
         "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    # Model first, manifest second: a crash between the two leaves a model no manifest
-    # vouches for (rebuilt next time), never a manifest vouching for a missing model.
-    atomic_write(paths.model, data, mode=0o600)
+    # Weights, graph, manifest: until the manifest lands nothing vouches for the files,
+    # so a crash in between is a rebuild, never a half-written model that loads.
+    atomic_write(paths.weights, weights, mode=0o600)
+    atomic_write(paths.graph, graph, mode=0o600)
     atomic_write(paths.manifest, json.dumps(manifest, indent=2).encode() + b"\n", mode=0o600)
-    log.info("cached the ONNX model in %s", paths.model)
+    log.info("cached the ONNX model in %s", paths.root)
 
 
 @contextlib.contextmanager
 def _build_lock(path: Path) -> Iterator[None]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        # Blocking: a concurrent build takes seconds, after which its file is used.
+        # Blocking: a concurrent build takes seconds, after which its files are used.
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
@@ -219,6 +256,7 @@ __all__ = [
     "ENV_CACHE",
     "STEM",
     "CachePaths",
+    "ModelSource",
     "default_cache_dir",
     "load_or_build",
     "read_cached",
