@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -67,13 +68,26 @@ def _env(cache: Path, key_file: Path, data: Path, **extra: str) -> dict[str, str
     return env
 
 
-def _run(args: list[str], env: dict[str, str]) -> tuple[float, str]:
+# CPU seconds (user + sys) of each child, by command kind: less sensitive than wall time
+# to other processes on a shared machine, so it goes in the notes beside it.
+CPU: dict[str, list[float]] = {}
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _run(args: list[str], env: dict[str, str], cpu_key: str = "") -> tuple[float, str]:
+    cpu = _children_cpu()
     t = time.perf_counter()
     p = subprocess.run([*_cli(), *args], env=env, capture_output=True, text=True,
                        stdin=subprocess.DEVNULL, timeout=600)
     seconds = time.perf_counter() - t
     if p.returncode != 0:
         raise RuntimeError(f"agentzero {' '.join(args)} failed ({p.returncode}): {p.stderr}")
+    if cpu_key:
+        CPU.setdefault(cpu_key, []).append(_children_cpu() - cpu)
     return seconds, p.stdout
 
 
@@ -121,37 +135,41 @@ def cold_queries(tmp: Path, *, quick: bool, progress: Callable[[str], None]) -> 
         progress(f"coldstart: cold {' '.join(args[:4])} x{trials}, ours vs torch")
         for env in (onnx_env, torch_env):
             _run(args, env)  # untimed: bytecode written, files in the page cache
-        out: dict[str, Any] = {}
-
-        def ours(_: int, args: list[str] = args, out: dict[str, Any] = out) -> float:
-            seconds, out["ours"] = _run(args, onnx_env)
-            return seconds
-
-        def anchor(_: int, args: list[str] = args, out: dict[str, Any] = out) -> float:
-            seconds, out["anchor"] = _run(args, torch_env)
-            return seconds
-
-        p = paired(ours, anchor, trials)
+        out: dict[str, str] = {}
+        p = paired(_trial(args, onnx_env, f"{name}/ours", out),
+                   _trial(args, torch_env, f"{name}/torch", out), trials)
         o, a = median(p.ours), median(p.anchor)
-        same = _ids(out["ours"]) == _ids(out["anchor"])
+        same = _ids(out[f"{name}/ours"]) == _ids(out[f"{name}/torch"])
         figures.append(Figure(
             GROUP, f"cold_{name}", f"cold `agentzero {' '.join(args[:4])}`, fresh process, "
             f"warm model cache, median of {trials}", o, "s", a,
             "same command, AGENTZERO_LOCAL_BACKEND=torch (sentence-transformers: before)",
             p.ratio, f"≤ {GOAL_COLD_S} s", o <= GOAL_COLD_S, p.trials,
             note=f"ours {', '.join(f'{x:.2f}' for x in p.ours)} s; torch "
-                 f"{', '.join(f'{x:.2f}' for x in p.anchor)} s; same hits: {same}"))
+                 f"{', '.join(f'{x:.2f}' for x in p.anchor)} s; CPU (user+sys) median ours "
+                 f"{median(CPU[f'{name}/ours']):.2f} s, torch {median(CPU[f'{name}/torch']):.2f} s"
+                 f"; same hits: {same}"))
     floor = [_run(["memory", "recall", "--mode", "keyword", "allergic", "--json"],
-                  onnx_env)[0] for _ in range(trials)]
+                  onnx_env, "keyword")[0] for _ in range(trials)]
     figures.append(Figure(
         GROUP, "cold_recall_keyword", f"cold `agentzero memory recall --mode keyword` (no "
         f"embedder: the CLI's floor), median of {trials}", median(floor), "s",
-        note=", ".join(f"{x:.2f}" for x in floor) + " s"))
+        note=", ".join(f"{x:.2f}" for x in floor)
+             + f" s; CPU median {median(CPU['keyword']):.2f} s"))
     figures.append(Figure(
         GROUP, "onnx_build", "first use with an empty cache: export the ONNX model once "
         "(fresh process, includes importing torch)", build, "s",
         note="once per user and model; every later process loads the cached file"))
     return figures
+
+
+def _trial(args: list[str], env: dict[str, str], key: str,
+           out: dict[str, str]) -> Callable[[int], float]:
+    """One timed run of ``args`` per call (for ``paired``); its output lands in ``out[key]``."""
+    def once(_: int) -> float:
+        seconds, out[key] = _run(args, env, key)
+        return seconds
+    return once
 
 
 def _ids(stdout: str) -> list[str]:
