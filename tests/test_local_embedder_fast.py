@@ -351,6 +351,20 @@ def test_auto_falls_back_to_torch_when_onnx_cannot_be_built(
         LocalEmbedder(backend="onnx", cache_dir=tmp_path / "empty").embed(["x"])
 
 
+def test_a_failing_split_is_a_typed_error_not_a_crash(
+    cache: tuple[CachePaths, StubExport], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, _ = cache
+    paths.manifest.unlink()
+
+    def broken(data: bytes, location: str) -> tuple[bytes, bytes]:
+        raise ValueError("protobuf says no (test)")
+
+    monkeypatch.setattr(onnx_cache, "split_weights", broken)
+    with pytest.raises(EmbedderError, match="splitting"):
+        load_or_build(model_dir(), paths.root)
+
+
 # ------------------------------------------------------------------------ the cold CLI
 _PROBE = """
 import runpy, sys

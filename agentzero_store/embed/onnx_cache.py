@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import StoreIOError
+from ..base.errors import EmbedderError, StoreIOError
 from ..storage.fileio import atomic_write, cleanup_temp_files
 from .minilm import LOCAL_MODEL_ID, LOCAL_MODEL_SHA256, sha256_file
 from .onnx_export import EXPORT_RECIPE, OPSET, Exported, export_onnx, split_weights
@@ -212,7 +212,10 @@ def _build(directory: Path) -> Exported:
 def _store(paths: CachePaths, exported: Exported) -> None:
     import onnxruntime
 
-    graph, weights = split_weights(exported.data, paths.weights.name)
+    try:
+        graph, weights = split_weights(exported.data, paths.weights.name)
+    except Exception as exc:  # onnx's and protobuf's own error types
+        raise EmbedderError(f"splitting the exported ONNX model failed: {exc}") from exc
     contents = {"graph": graph, "weights": weights}
     manifest = {
         "format": MANIFEST_FORMAT,
