@@ -12,6 +12,8 @@ $(STAMP): pyproject.toml constraints.txt
 	# torch first, pinned, so sentence-transformers cannot pull the CUDA build.
 	$(PY) -m pip install -q -c constraints.txt "torch==2.13.0"
 	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"
+	# Build the local embedder's ONNX file once (user cache dir) so the first query is fast.
+	$(PY) -c "from agentzero_store import LocalEmbedder; LocalEmbedder(backend='onnx').embed(['warm up'])"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -8,7 +8,9 @@
 Groups (``--only``): memory (append, rebuild, open, recall), rss, chroma, lancedb, bm25,
 blinded, scifact, ledger (what the acknowledgement ledger adds to single writes), locomo
 (LoCoMo dev evidence recall@10 per recall mode; ``--quick``: one conversation), agentmem
-(AgentMemory beside the memory store: add_turn(s), consolidate, recall).
+(AgentMemory beside the memory store: add_turn(s), consolidate, recall), coldstart (a
+cold CLI semantic query with the ONNX embedder vs sentence-transformers; bulk embedding
+throughput of both; also ``benchmarks/_coldstart.py`` alone).
 Prints a markdown table (figure, ours, anchor, ratio, goal, pass) and writes JSON
 (default ``bench-out/results.json``). Speed figures are ratios against an anchor measured
 in the same run, ours and anchor interleaved, median over trials: absolute numbers on a
@@ -39,7 +41,7 @@ sys.path[:0] = [str(HERE), str(REPO)]
 from _harness import Figure, Skipped, table  # noqa: E402
 
 GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger",
-          "locomo", "agentmem", "tiers")
+          "locomo", "agentmem", "tiers", "coldstart")
 NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
 
@@ -143,6 +145,14 @@ def main(argv: list[str] | None = None) -> int:
 
             progress("tiers: context(), the hot tier and the namespace check")
             figures += _tiers.run(Path(tmp), quick=args.quick, n=args.n, progress=progress)
+        if "coldstart" in args.groups:
+            import _coldstart
+
+            progress("coldstart: cold CLI queries (ONNX vs torch) and bulk embedding")
+            got_cs, skipped_cs = _coldstart.run(Path(tmp), args.scifact, quick=args.quick,
+                                                progress=progress)
+            figures += got_cs
+            skipped += skipped_cs
         if "scifact" in args.groups:
             import _rag
 

@@ -34,6 +34,17 @@ def _no_credential_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh ONNX model cache per test session (env ``AGENTZERO_MODEL_CACHE``, which CLI
+    subprocesses inherit): tests neither rely on nor fill the developer's user cache. It is
+    built on first use, so sessions that never embed pay nothing."""
+    path = tmp_path_factory.mktemp("model-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AGENTZERO_MODEL_CACHE", str(path))
+        yield path
+
+
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
@@ -92,6 +103,15 @@ def text_needles(text: str) -> list[bytes]:
 AGENTZERO = str(Path(sys.executable).parent / "agentzero")  # the real console script
 
 
+def child_env() -> dict[str, str]:
+    """This environment without ``AGENTZERO_*`` settings, but for the session's model cache."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("AGENTZERO_") or k == "AGENTZERO_MODEL_CACHE"
+    }
+
+
 def run_cli(
     data_dir: Path,
     *args: str,
@@ -100,7 +120,7 @@ def run_cli(
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``agentzero --data-dir DIR ARGS`` in a subprocess with a clean environment."""
-    e = {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")}
+    e = child_env()
     e["AGENTZERO_PASSPHRASE"] = passphrase
     e["COLUMNS"] = "250"  # rich wraps tables to the terminal width
     e.update(env or {})

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from .conftest import AGENTZERO, js, tree_digest
+from .conftest import AGENTZERO, child_env, js, tree_digest
 from .conftest import run_cli as run
 
 
@@ -130,7 +129,7 @@ def test_key_file_credential(tmp_path: Path, data_dir: Path) -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        env={k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")},
+        env=child_env(),
     )
     assert p.returncode == 0, p.stderr
     p = run(data_dir, "memory", "recent", passphrase="not-the-key", check=False)

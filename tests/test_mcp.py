@@ -21,7 +21,7 @@ from agentzero_store.agent.mcp import _protocol_stdout
 from agentzero_store.embed.api import ApiEmbedder
 from agentzero_store.storage.lock import writer_lock
 
-from .conftest import FAST, PASSPHRASE
+from .conftest import FAST, PASSPHRASE, child_env
 from .test_api_embedder import KEY, EmbeddingServer
 
 TOOLS = [
@@ -58,7 +58,7 @@ def api_env(server: EmbeddingServer) -> dict[str, str]:
 
 
 def server_params(data_dir: Path, *args: str, env: dict[str, str]) -> StdioServerParameters:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")}
+    base = child_env()
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "agentzero_store", "--data-dir", str(data_dir), "mcp", *args],
@@ -336,7 +336,7 @@ def test_unpinned_server_without_embedder(data_dir: Path, tmp_path: Path) -> Non
 
 def test_wrong_credential_fails_at_start_on_stderr(data_dir: Path) -> None:
     SqliteMemoryStore.open(data_dir, passphrase=PASSPHRASE, config=FAST).close()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")}
+    env = child_env()
     proc = subprocess.run(
         [sys.executable, "-m", "agentzero_store", "--data-dir", str(data_dir), "mcp"],
         env={**env, "AGENTZERO_PASSPHRASE": "wrong", "AGENTZERO_EMBEDDER": "none"},

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +10,14 @@ from typing import Any
 
 from agentzero_store import SqliteMemoryStore, generate_key_file
 from agentzero_store.sidecar.manifest import MANIFEST
+from tests.conftest import child_env
 from tests.hnsw_support import FAST, fill
 
 AGENTZERO = str(Path(sys.executable).parent / "agentzero")
 
 
 def run(data: Path, key_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")}
+    env = child_env()
     env["COLUMNS"] = "250"
     return subprocess.run([AGENTZERO, "--data-dir", str(data), "--key-file", str(key_file),
                            "store", *args], capture_output=True, text=True, env=env,

@@ -30,7 +30,7 @@ from rag.debounce import Debouncer
 from rag.files import ingest_dir
 from rag.watch import Change, FolderSync
 
-from ..conftest import AGENTZERO, FAST, PASSPHRASE, js, run_cli
+from ..conftest import AGENTZERO, FAST, PASSPHRASE, child_env, js, run_cli
 
 TIMEOUT = 20.0  # seconds the end-to-end test waits for the watcher to catch up
 
@@ -341,7 +341,7 @@ def cli(data_dir: Path, *args: str) -> Any:
 
 
 def cli_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_")}
+    env = child_env()
     env["AGENTZERO_PASSPHRASE"] = PASSPHRASE
     return env
 
