@@ -58,7 +58,7 @@ SelectorAbout = Annotated[
 ]
 
 
-def _open(org: str, agent: str, embedder: str | None = "none") -> AgentMemory:
+def open_memory(org: str, agent: str, embedder: str | None = "none") -> AgentMemory:
     return AgentMemory.open(
         data_dir(),
         create=False,
@@ -70,11 +70,11 @@ def _open(org: str, agent: str, embedder: str | None = "none") -> AgentMemory:
 
 
 @contextmanager
-def _writer(org: str, agent: str, embedder: str | None = "none") -> Iterator[AgentMemory]:
+def writer(org: str, agent: str, embedder: str | None = "none") -> Iterator[AgentMemory]:
     # As ``memory._open_writer``: the store opens first (a wrong credential fails before
     # writer.lock is touched), then one writer per data dir for the whole command; the
     # memory closes (writing its access log) before the role goes.
-    mem = _open(org, agent, embedder)
+    mem = open_memory(org, agent, embedder)
     try:
         lock = acquire_writer(data_dir(), purpose="agentzero memory")
     except BaseException:
@@ -141,7 +141,7 @@ def grant(
     """Remember what the user granted you to keep.
 
     A semantic memory of kind granted; the same text again is a no-op (duplicate)."""
-    with _writer(org, agent, embedder) as mem:
+    with writer(org, agent, embedder) as mem:
         r = mem.remember(content, about=about or ())
     emit(r, lambda: show.written(r))
 
@@ -163,7 +163,7 @@ def remember(
 ) -> None:
     """Remember a note of a type, with a confidence and an optional expiry."""
     seconds = _ttl(ttl)
-    with _writer(org, agent, embedder) as mem:
+    with writer(org, agent, embedder) as mem:
         r = mem.remember(content, type=type_, about=about or (), confidence=confidence, ttl=seconds)
     emit(r, lambda: show.written(r))
 
@@ -185,7 +185,7 @@ def fact(
     """Believe a fact: SUBJECT PREDICATE OBJECT.
 
     A new object supersedes the old one (kept in the history) unless --multi-valued."""
-    with _writer(org, agent, embedder) as mem:
+    with writer(org, agent, embedder) as mem:
         r = mem.assert_fact(
             subject, predicate, object_, confidence=confidence, single_valued=not multi_valued
         )
@@ -202,7 +202,7 @@ def feedback(
     """Say whether a recalled memory was used.
 
     Only --used strengthens it (it fades more slowly); recall alone never does."""
-    with _writer(org, agent) as mem:
+    with writer(org, agent) as mem:
         m = mem.feedback(memory_id, used=used)
     emit(m, lambda: show.memories([m]))
 
@@ -216,7 +216,7 @@ def archive(
     """Archive a memory (soft: `memory restore` undoes it).
 
     Recall and list leave it out unless asked (--include-archived, --archived)."""
-    with _writer(org, agent) as mem:
+    with writer(org, agent) as mem:
         done = mem.archive(memory_id)
     emit(
         {"id": memory_id, "archived": done},
@@ -231,7 +231,7 @@ def restore(
     json_out: JsonOpt = False,
 ) -> None:
     """Bring an archived memory back."""
-    with _writer(org, agent) as mem:
+    with writer(org, agent) as mem:
         done = mem.restore(memory_id)
     emit(
         {"id": memory_id, "restored": done},
@@ -253,7 +253,7 @@ def forget(
     (--about): gone from every search at once, back with `memory undo TOKEN` until the
     printed time."""
     chosen = _selector(id_, conversation, about)
-    with _writer(org, agent) as mem:
+    with writer(org, agent) as mem:
         receipt = mem.forget(**chosen)
     emit(receipt, lambda: show.forgotten(receipt))
 
@@ -265,7 +265,7 @@ def undo(
     json_out: JsonOpt = False,
 ) -> None:
     """Bring back what a forget removed (within its undo window)."""
-    with _writer(org, agent) as mem:
+    with writer(org, agent) as mem:
         n = mem.undo(token)
     emit({"restored": n}, lambda: out.print(f"restored {n} memories"))
 
@@ -288,7 +288,7 @@ def erase(
             "erase cannot be undone: add --yes to confirm",
             hint="`agentzero memory forget` removes the same memories undoably",
         )
-    with _writer(org, agent) as mem:
+    with writer(org, agent) as mem:
         report = mem.erase(**chosen)
     emit(report, lambda: show.erased(report))
 
@@ -303,7 +303,7 @@ def consolidate(
 
     Promote recurring episodes, merge near-duplicates, decay, archive what faded, delete
     what expired, purge forgets past their undo window."""
-    with _writer(org, agent) as mem, show.steps("consolidating") as tell:
+    with writer(org, agent) as mem, show.steps("consolidating") as tell:
         report = mem.consolidate(dry_run=dry_run, progress=tell)
     emit(report, lambda: show.consolidated(report))
 
@@ -341,7 +341,7 @@ def recall(
             f"--mode must be auto, semantic, keyword or hybrid; got {mode!r}"
         )
     when = _as_of(as_of)
-    with _open(org, agent, "none" if mode == "keyword" else embedder) as mem:
+    with open_memory(org, agent, "none" if mode == "keyword" else embedder) as mem:
         hits = mem.recall(
             query,
             limit,
@@ -377,7 +377,7 @@ def list_(
     if archived and include_archived:
         raise InvalidArgumentError("give --archived (only those) or --include-archived, not both")
     which: Archived = "only" if archived else "include" if include_archived else "exclude"
-    with _open(org, agent) as mem:
+    with open_memory(org, agent) as mem:
         found = mem.memories(
             kind=kind,
             types=type_,
@@ -402,9 +402,60 @@ def facts(
 ) -> None:
     """Show the facts an agent believes now (or at --as-of), or their whole history."""
     when = _as_of(as_of)
-    with _open(org, agent) as mem:
+    with open_memory(org, agent) as mem:
         found = mem.facts(subject, predicate, as_of=when, history=history)
     emit(found, lambda: show.facts(found))
+
+
+# ---------------------------------------------------------------------- tiers
+def pin(
+    memory_id: IdArg,
+    org: OrgOpt = "default",
+    agent: AgentOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
+    """Pin a memory: it heads every context pack (all pins share 2,000 characters)."""
+    with writer(org, agent) as mem:
+        mem.pin(memory_id)
+        pinned = mem.pinned()
+    emit({"pinned": [m.id for m in pinned]}, lambda: show.memories(pinned))
+
+
+def unpin(
+    memory_id: IdArg,
+    org: OrgOpt = "default",
+    agent: AgentOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
+    """Unpin a memory (a no-op if it was not pinned)."""
+    with writer(org, agent) as mem:
+        mem.unpin(memory_id)
+        pinned = mem.pinned()
+    emit({"pinned": [m.id for m in pinned]}, lambda: show.memories(pinned))
+
+
+def context(
+    conversation: Annotated[
+        str, typer.Option("--conversation", "-c", help="The conversation to load context for.")
+    ],
+    query: Annotated[
+        str | None, typer.Option("--query", "-q", help="Also recall memories for this.")
+    ] = None,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", min=0, help="The pack's token budget.")
+    ] = 2000,
+    org: OrgOpt = "default",
+    agent: AgentOpt = "default",
+    embedder: EmbedderOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """What to load for a conversation's next turn: pinned memories, core facts, the
+    recent turns, a summary of earlier ones and (with --query) recalled memories, within
+    --max-tokens (the embedder's tokenizer counts; without one, an estimate)."""
+    mem = open_memory(org, agent, embedder if query else "none")
+    with mem:
+        pack = mem.context(conversation, query=query, max_tokens=max_tokens)
+    emit(pack.to_dict(), lambda: out.print(pack.text() or "(empty)", markup=False))
 
 
 COMMANDS: dict[str, Callable[..., None]] = {
@@ -421,6 +472,9 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "undo": undo,
     "erase": erase,
     "consolidate": consolidate,
+    "pin": pin,
+    "unpin": unpin,
+    "context": context,
 }
 
 
@@ -430,4 +484,4 @@ def register_agent_memory_commands(app: typer.Typer) -> None:
         app.command(name)(cli_command(fn))
 
 
-__all__ = ["COMMANDS", "register_agent_memory_commands"]
+__all__ = ["COMMANDS", "open_memory", "register_agent_memory_commands", "writer"]

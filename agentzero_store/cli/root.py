@@ -18,6 +18,7 @@ from ..base.errors import StoreExistsError
 from ..storage.credentials import generate_key_file
 from ..storage.key_header import store_exists
 from . import memory as cli_memory
+from . import namespace as cli_namespace
 from . import ops as cli_ops
 from . import reembed as cli_reembed
 from . import skill as cli_skill
@@ -39,6 +40,11 @@ app.add_typer(
     "the store beneath: append, import, recent, search, get, delete, gc.",
 )
 register_agent_memory_commands(cli_memory.app)
+app.add_typer(
+    cli_namespace.app,
+    name="namespace",
+    help="Shared namespaces: grant, revoke, list (only a namespace's owner grants).",
+)
 app.add_typer(
     cli_skill.app, name="skill", help="An agent's skills: save, show, list, export, import."
 )
