@@ -31,6 +31,7 @@ TOOLS = [
     "memory_fact",
     "memory_recall",
     "memory_list",
+    "memory_context",
     "memory_feedback",
     "memory_archive",
     "memory_forget",
@@ -195,6 +196,14 @@ def test_every_tool_through_a_real_client_session(
             r = await s.call_tool("memory_list", {"archived": "only"})
             assert [m["id"] for m in result(r)["memories"]] == [bike]
 
+            # memory_context: the conversation's turns (and recalled memories) in a budget
+            r = await s.call_tool(
+                "memory_context", {"conversation_id": "c1", "query": "allergic", "max_tokens": 300}
+            )
+            pack = result(r)
+            assert pack["tokens"] <= 300 and appended in [i["id"] for i in pack["items"]]
+            assert pack["text"].startswith("## ")
+
             # another tenant: refused, with the error's code and hint
             refused: list[tuple[str, dict[str, Any]]] = [
                 ("memory_recall", {"query": "vault code", "mode": "keyword", "org_id": "o2"}),
@@ -204,6 +213,7 @@ def test_every_tool_through_a_real_client_session(
                 ("memory_remember", {"content": "planted", "agent_id": "a2"}),
                 ("memory_fact", {"subject": "a", "predicate": "b", "object": "c", "org_id": "o2"}),
                 ("memory_list", {"org_id": "o2"}),
+                ("memory_context", {"conversation_id": "c1", "org_id": "o2"}),
                 ("memory_feedback", {"id": grant["id"], "used": False, "org_id": "o2"}),
                 ("memory_archive", {"id": grant["id"], "agent_id": "a2"}),
                 ("memory_forget", {"about": "vault", "org_id": "o2"}),

@@ -17,7 +17,7 @@ from .agent_memory import agent_memory_tools
 from .base import AgentTool, Arg, ScopeViolationError
 from .documents import Documents, RagDeleteTool, RagIngestTool, RagQueryTool
 from .memory import MemoryAppendTool, MemoryForgetTool, SemanticRecallTool
-from .memory_reads import AgentListTool, AgentRecallTool
+from .memory_reads import AgentContextTool, AgentListTool, AgentRecallTool
 from .memory_scopes import AdoptingAppendTool, MemoryScopes
 from .memory_writes import (
     AgentArchiveTool,
@@ -36,6 +36,7 @@ __all__ = [
     "AgentFeedbackTool",
     "AgentForgetTool",
     "AgentGrantTool",
+    "AgentContextTool",
     "AgentListTool",
     "AgentRecallTool",
     "AgentRememberTool",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...agentmem import AgentMemory
 from .base import AgentTool
-from .memory_reads import AgentListTool, AgentRecallTool
+from .memory_reads import AgentContextTool, AgentListTool, AgentRecallTool
 from .memory_scopes import MemoryScopes
 from .memory_writes import (
     AgentArchiveTool,
@@ -23,7 +23,7 @@ from .memory_writes import (
 
 def agent_memory_tools(memory: AgentMemory | MemoryScopes) -> list[AgentTool]:
     """Every agent-memory tool, in the order a host publishes them: memory_grant,
-    memory_remember, memory_fact, memory_recall, memory_list, memory_feedback,
+    memory_remember, memory_fact, memory_recall, memory_list, memory_context, memory_feedback,
     memory_archive, memory_forget, memory_undo."""
     return [
         AgentGrantTool(memory),
@@ -31,6 +31,7 @@ def agent_memory_tools(memory: AgentMemory | MemoryScopes) -> list[AgentTool]:
         AgentFactTool(memory),
         AgentRecallTool(memory),
         AgentListTool(memory),
+        AgentContextTool(memory),
         AgentFeedbackTool(memory),
         AgentArchiveTool(memory),
         AgentForgetTool(memory),

@@ -191,4 +191,58 @@ class AgentListTool(ScopedTool):
         }
 
 
-__all__ = ["AgentListTool", "AgentRecallTool"]
+CONTEXT_DESCRIPTION = (
+    "Load what to keep in mind for the next turn of a conversation, in one call, within a "
+    "token budget: pinned memories, the agent's core facts, the latest turns, a summary of "
+    "earlier turns and (with query) memories recalled for it; each memory once, highest "
+    "priority first. Call it at the start of a turn (e.g. conversation_id='support-42', "
+    "query=the user's message, max_tokens=1500) and put the returned text in your "
+    "context. Use memory_recall instead to search for something specific."
+)
+
+
+class AgentContextTool(ScopedTool):
+    """``memory_context`` over ``AgentMemory.context`` (a ``ContextPack``)."""
+
+    def __init__(
+        self,
+        memory: AgentMemory | MemoryScopes,
+        *,
+        name: str = "memory_context",
+        max_tokens: int = 32_000,
+    ) -> None:
+        super().__init__(
+            memory,
+            name,
+            Arg(
+                "conversation_id",
+                "string",
+                "The conversation whose next turn this is.",
+                required=True,
+                max_length=256,
+            ),
+            Arg(
+                "query",
+                "string",
+                "Also recall memories for this (the user's message).",
+                max_length=4_000,
+            ),
+            Arg(
+                "max_tokens",
+                "integer",
+                "The pack's budget in tokens (the embedder's tokenizer, else an estimate).",
+                default=2_000,
+                minimum=0,
+                maximum=max_tokens,
+            ),
+        )
+        self.description = CONTEXT_DESCRIPTION
+
+    def _run(self, a: dict[str, Any]) -> Result:
+        pack = self.memory(a).context(
+            a["conversation_id"], query=a["query"], max_tokens=a["max_tokens"]
+        )
+        return pack.to_dict()
+
+
+__all__ = ["AgentContextTool", "AgentListTool", "AgentRecallTool"]
