@@ -245,7 +245,7 @@ def test_import_through_the_real_cli(tmp_path: Path, data_dir: Path) -> None:
     hits = js(
         run_cli(
             data_dir,
-            *("memory", "recall", "peanuts", "--mode", "keyword", "--org", "acme", "--json"),
+            *("memory", "search", "peanuts", "--mode", "keyword", "--org", "acme", "--json"),
         )
     )
     assert {h["content"] for h in hits} == {"I'm allergic to peanuts", "Noted: no peanuts."}
