@@ -19,6 +19,18 @@ NameArg = Annotated[str, typer.Argument(metavar="NAMESPACE", help="The namespace
 MemberArg = Annotated[str, typer.Argument(metavar="AGENT", help="The agent to grant or revoke.")]
 
 
+def _set_access(name: str, member: str, org: str, agent: str, granted: bool) -> None:
+    with writer(org, agent) as mem:
+        ns = mem.namespace(name)
+        (ns.grant if granted else ns.revoke)(member)
+        members = ns.members()
+    said = f"{member} may use {name}" if granted else f"{member} may no longer use {name}"
+    emit(
+        {"namespace": name, "owner": ns.owner, "members": members},
+        lambda: out.print(f"{said} (members: {', '.join(members) or 'none'})"),
+    )
+
+
 @app.command()
 @cli_command
 def grant(
@@ -29,14 +41,7 @@ def grant(
     json_out: JsonOpt = False,
 ) -> None:
     """Let AGENT read and write NAMESPACE (created, owned by --agent, if new)."""
-    with writer(org, agent) as mem:
-        ns = mem.namespace(name)
-        ns.grant(member)
-        members = ns.members()
-    emit(
-        {"namespace": name, "owner": ns.owner, "members": members},
-        lambda: out.print(f"{member} may use {name} (members: {', '.join(members)})"),
-    )
+    _set_access(name, member, org, agent, True)
 
 
 @app.command()
@@ -49,14 +54,7 @@ def revoke(
     json_out: JsonOpt = False,
 ) -> None:
     """Take AGENT's access to NAMESPACE away (from its next call on)."""
-    with writer(org, agent) as mem:
-        ns = mem.namespace(name)
-        ns.revoke(member)
-        members = ns.members()
-    emit(
-        {"namespace": name, "owner": ns.owner, "members": members},
-        lambda: out.print(f"{member} may no longer use {name}"),
-    )
+    _set_access(name, member, org, agent, False)
 
 
 @app.command("list")
