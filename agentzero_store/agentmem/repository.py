@@ -451,10 +451,6 @@ class SqliteRepository:
                 )
         return out
 
-    def eligible(self, labels: Sequence[int], f: Filter) -> set[int]:
-        """Which of ``labels`` are live, unexpired, in scope and pass ``f`` (no text read)."""
-        return set(self.candidates(labels, f))
-
     def by_id(self, memory_id: str, now_us: int) -> Row | None:
         """One live memory of this scope by id."""
         rows = self._q(
@@ -525,17 +521,6 @@ class SqliteRepository:
             )
             params.extend((f.as_of_us, f.as_of_us, f.as_of_us))
         return " AND ".join(clauses) or "1", params
-
-    def keyword(self, query_text: str, k: int, f: Filter, need: int) -> list[int]:
-        """Labels of up to ``k`` best BM25 matches that pass ``f``, best first: the
-        ``keyword_ranked`` candidates that qualify, or, when the filter leaves fewer than
-        ``need`` of a full list, ``keyword_filtered``."""
-        ranked = self.keyword_ranked(query_text, k, f)
-        ok = self.eligible(ranked, f)
-        kept = [lab for lab in ranked if lab in ok]
-        if len(kept) >= need or len(ranked) < k:
-            return kept
-        return self.keyword_filtered(query_text, k, f)
 
     def keyword_ranked(self, query_text: str, k: int, f: Filter) -> list[int]:
         """Labels of up to ``k`` best BM25 matches of the scope, unexpired, best first,

@@ -408,6 +408,13 @@ def facts(
 
 
 # ---------------------------------------------------------------------- tiers
+def _pin(memory_id: str, org: str, agent: str, pinned: bool) -> None:
+    with writer(org, agent) as mem:
+        (mem.pin if pinned else mem.unpin)(memory_id)
+        now = mem.pinned()
+    emit({"pinned": [m.id for m in now]}, lambda: show.memories(now))
+
+
 def pin(
     memory_id: IdArg,
     org: OrgOpt = "default",
@@ -415,10 +422,7 @@ def pin(
     json_out: JsonOpt = False,
 ) -> None:
     """Pin a memory: it heads every context pack (all pins share 2,000 characters)."""
-    with writer(org, agent) as mem:
-        mem.pin(memory_id)
-        pinned = mem.pinned()
-    emit({"pinned": [m.id for m in pinned]}, lambda: show.memories(pinned))
+    _pin(memory_id, org, agent, True)
 
 
 def unpin(
@@ -428,10 +432,7 @@ def unpin(
     json_out: JsonOpt = False,
 ) -> None:
     """Unpin a memory (a no-op if it was not pinned)."""
-    with writer(org, agent) as mem:
-        mem.unpin(memory_id)
-        pinned = mem.pinned()
-    emit({"pinned": [m.id for m in pinned]}, lambda: show.memories(pinned))
+    _pin(memory_id, org, agent, False)
 
 
 def context(
