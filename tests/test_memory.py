@@ -215,6 +215,18 @@ def test_memory_db_is_not_plain_sqlite(store: SqliteMemoryStore, data_dir: Path)
         sqlite3.connect(data_dir / "memory.db").execute("SELECT * FROM sqlite_master").fetchall()
 
 
+def test_page_cache_is_the_configured_size(data_dir: Path) -> None:
+    """Recall at 100k memories re-decrypted its index pages on every query with SQLite's
+    2 MiB default (BENCHMARKS.md run 11): the store's connection asks for cache_mib."""
+    from dataclasses import replace
+
+    for mib in (64, 3):
+        with SqliteMemoryStore.open(
+            data_dir, passphrase=PASSPHRASE, config=replace(FAST, cache_mib=mib)
+        ) as s:
+            assert s.database.query("PRAGMA cache_size") == [(-1024 * mib,)]
+
+
 def test_no_plaintext_under_data_dir(data_dir: Path) -> None:
     texts = [f"zanzibar-canary-{i} the quokka sings at dawn" for i in range(40)]
     s = SqliteMemoryStore.open(data_dir, passphrase=PASSPHRASE, config=FAST)

@@ -38,6 +38,10 @@ class StoreConfig:
 
     kdf: KdfParams = KdfParams()
     busy_timeout_ms: int = 5_000  # SQLite waits this long for another writer's lock
+    # SQLite's page cache of memory.db, MiB (filled only as pages are read). Every page
+    # read past it is decrypted and HMAC-checked again: at 100k memories the 2 MiB
+    # default made each recall re-decrypt the index pages it read last time.
+    cache_mib: int = 64
     writer_lock_timeout_s: float = 10.0  # a second writer waits this long for the data dir
     checkpoint_every: int = 100  # sidecar checkpoint after this many inserts
     hnsw_m: int = 16  # HNSW graph degree

@@ -78,7 +78,12 @@ def open_source(
             raise loss_error(problem, path)
         if not present:
             guard.will_create()  # before SQLite creates the file
-        db = Database(path, keys.sqlcipher_key, busy_timeout_ms=config.busy_timeout_ms)
+        db = Database(
+            path,
+            keys.sqlcipher_key,
+            busy_timeout_ms=config.busy_timeout_ms,
+            cache_mib=config.cache_mib,
+        )
         if present:
             seq = memory_seq(db)
             if (problem := judge_memory(state, present=True, seq=seq)) is not None:

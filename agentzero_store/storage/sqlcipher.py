@@ -58,7 +58,15 @@ def _make_private(path: Path) -> None:
 class Database:
     """One SQLCipher connection, shared across threads behind a lock."""
 
-    def __init__(self, path: Path, raw_key: bytes, *, busy_timeout_ms: int, readonly: bool = False):
+    def __init__(
+        self,
+        path: Path,
+        raw_key: bytes,
+        *,
+        busy_timeout_ms: int,
+        readonly: bool = False,
+        cache_mib: int | None = None,
+    ):
         self.path = path
         self._lock = threading.RLock()
         if not readonly:
@@ -94,6 +102,8 @@ class Database:
             conn.execute("PRAGMA secure_delete = ON")
             # Sorts and temp tables stay in RAM: no plaintext temp files on disk.
             conn.execute("PRAGMA temp_store = MEMORY")
+            if cache_mib is not None:  # None: SQLite's default (2 MiB)
+                conn.execute(f"PRAGMA cache_size = {-1024 * int(cache_mib)}")  # KiB
         except sqlcipher3.Error as exc:
             conn.close()
             raise _translate(path, exc) from exc
