@@ -25,6 +25,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
@@ -254,11 +255,19 @@ class HotTier:
         self._tool[conversation_id] = tool
 
     def appended(
-        self, conversation_id: str, turns: Sequence[Memory], seq_before: int, seq_after: int
+        self,
+        conversation_id: str,
+        seq_before: int,
+        seq_after: int,
+        earliest: datetime,
+        tail: Callable[[int], tuple[list[Memory], Memory | None]],
     ) -> None:
         """Turns this handle just wrote (the feed went from ``seq_before`` to
-        ``seq_after`` under the write lock): appended if the cache was current and they
-        come last in the conversation's order, else the conversation is read again."""
+        ``seq_after`` under the write lock), the earliest created at ``earliest``:
+        appended if the cache was current and they come last in the conversation's
+        order, else the conversation is read again. ``tail(n)`` builds only what the ring
+        keeps: the last ``n`` turns written and the latest tool result among them (a batch
+        of 1,000 turns builds 12 records, not 1,000)."""
         if self._seq != seq_before:
             self.valid_at(seq_after)  # someone else wrote in between: start over
             return
@@ -266,13 +275,13 @@ class HotTier:
         ring = self._turns.get(conversation_id)
         if ring is None:
             return
-        if ring and any(t.created_at < ring[-1].created_at for t in turns):
+        if ring and earliest < ring[-1].created_at:
             del self._turns[conversation_id]  # written into the past: re-read in order
             return
+        turns, tool = tail(self.size)
         ring.extend(turns)
-        for t in turns:
-            if t.role == "tool":
-                self._tool[conversation_id] = t
+        if tool is not None:
+            self._tool[conversation_id] = tool
 
 
 __all__ = [

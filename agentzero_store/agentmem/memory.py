@@ -339,11 +339,22 @@ class AgentMemory:
             after = self.repo.feed_seq(tx)
         if written:
             at = {mid: i for i, mid in enumerate(prepared.ids)}
+            order = [at[mid] for mid, _ in written]  # indices of the turns written
+            default = from_us(prepared.now_us)
+
+            def tail(n: int) -> tuple[list[Memory], Memory | None]:
+                tools = [i for i in order if prepared.entries[i].role == "tool"]
+                return (
+                    [self._turn_memory(prepared, i, metas[i]) for i in order[-n:]],
+                    self._turn_memory(prepared, tools[-1], metas[tools[-1]]) if tools else None,
+                )
+
             self._hot.appended(
                 conversation_id,
-                [self._turn_memory(prepared, at[mid], metas[at[mid]]) for mid, _ in written],
                 before,
                 after,
+                min(prepared.entries[i].created_at or default for i in order),
+                tail,
             )
         return prepared.ids
 
@@ -954,7 +965,8 @@ class AgentMemory:
         return self._hot_tier(check_text("conversation_id", conversation_id))[0]
 
     def latest_tool_result(self, conversation_id: str) -> Memory | None:
-        """The conversation's latest turn of role ``tool`` among its hot turns' era."""
+        """The conversation's latest turn of role ``tool``, kept beside the hot turns even
+        once newer turns have pushed it out of them."""
         return self._hot_tier(check_text("conversation_id", conversation_id))[1]
 
     def add_tool_result(self, conversation_id: str, tool: str, content: str) -> str:
@@ -968,6 +980,9 @@ class AgentMemory:
             return cached
         turns = self._by_labels(self.repo.last_turns(conversation_id, self.config.hot_turns))
         tool = next((t for t in reversed(turns) if t.role == "tool"), None)
+        if tool is None and (label := self.repo.latest_tool_turn(conversation_id)) is not None:
+            # Kept beside the ring even once newer turns have pushed it out of it.
+            tool = next(iter(self._by_labels([label])), None)
         self._hot.fill(conversation_id, turns, tool)
         return turns, tool
 

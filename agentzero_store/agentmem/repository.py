@@ -1428,6 +1428,18 @@ class SqliteRepository:
         )
         return [int(r[0]) for r in reversed(rows)]
 
+    def latest_tool_turn(self, conversation_id: str) -> int | None:
+        """Label of a conversation's newest live turn of role ``tool``, if any (walks the
+        conversation backwards from its end to that turn)."""
+        rows = self._q(
+            "SELECT a.label FROM am_memory a JOIN memory m ON m.label = a.label"
+            " WHERE a.org_id = ? AND a.agent_id = ? AND a.conversation_id = ?"
+            " AND +a.type = 'episodic' AND m.role = 'tool'"
+            " ORDER BY a.created_at_us DESC, a.label DESC LIMIT 1",
+            (*self._scope, conversation_id),
+        )
+        return int(rows[0][0]) if rows else None
+
     def turns_before(self, conversation_id: str, label: int | None) -> list[tuple[int, str]]:
         """(label, id) of a conversation's turns before the turn ``label`` (all of them
         with None), oldest first: what warm summaries cover."""

@@ -86,8 +86,15 @@ class MemoryEntry:
         return replace(self, **changes)
 
     def fingerprint(self) -> str:
-        """Content fingerprint used to deduplicate fused results (``text_fingerprint``)."""
-        return text_fingerprint(self.content)
+        """Content fingerprint used to deduplicate fused results (``text_fingerprint``).
+        Computed once per entry: a write asks for it in the store's row and the agent
+        memory's. The entry is frozen, so the cache sits beside the fields (not one of
+        them: equality, ``replace`` and ``to_dict`` ignore it)."""
+        fp: str | None = self.__dict__.get("_fingerprint")
+        if fp is None:
+            fp = text_fingerprint(self.content)
+            self.__dict__["_fingerprint"] = fp
+        return fp
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (datetimes as ISO 8601)."""

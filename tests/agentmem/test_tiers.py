@@ -123,6 +123,27 @@ def test_the_hot_tier_follows_other_writers_and_forgets(data_dir: Path, clock: C
         assert mem.hot("nothing-here") == []
 
 
+def test_a_batch_updates_a_cached_hot_tier_as_a_fresh_read_would(
+    data_dir: Path, clock: Clock
+) -> None:
+    """The ring keeps only the batch's last turns (only those are built) and the latest
+    tool result among all of them, even one the ring no longer holds."""
+    with open_memory(data_dir, clock, config=SMALL) as mem:
+        _fill(mem, 2)
+        mem.hot("c1")  # cached
+        clock.advance(seconds=1)
+        batch = [Turn("user", f"batch turn {i}") for i in range(6)]
+        batch[1] = Turn("tool", "the tool said 42", speaker="calc")
+        ids = mem.add_turns("c1", batch)
+        assert [m.id for m in mem.hot("c1")] == ids[-3:]
+        cached = (mem.hot("c1"), mem.latest_tool_result("c1"))
+        assert cached[1] is not None and cached[1].id == ids[1]
+        with open_memory(data_dir, clock, config=SMALL) as fresh:
+            assert (fresh.hot("c1"), fresh.latest_tool_result("c1")) == cached
+        mem.add_turns("c1", [Turn("user", "said earlier", created_at=clock.now.replace(year=2020))])
+        assert "said earlier" not in [m.content for m in mem.hot("c1")]  # re-read in order
+
+
 class FirstWords:
     """A Summarizer standing in for an LLM (the point of the test is the plug)."""
 
