@@ -26,28 +26,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..base.errors import AccessDeniedError, InvalidArgumentError
-from ..base.limits import check_text
+from ..base.limits import check_name
 from ..memory.records import from_us
 
 if TYPE_CHECKING:
     from .repository import SqliteRepository
 
 SEP = "\x1e"  # ASCII record separator: never in a name (check_name)
-MAX_NAME = 200
-
-
-def check_name(what: str, value: object) -> str:
-    """A non-empty agent id, namespace or session name without control characters."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidArgumentError(f"{what} must be a non-empty string")
-    check_text(what, value)
-    if len(value) > MAX_NAME:
-        raise InvalidArgumentError(f"{what} is longer than {MAX_NAME} characters")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise InvalidArgumentError(
-            f"{what} must not hold control characters", hint="use printable characters"
-        )
-    return value
 
 
 def scope_agent(namespace: str) -> str:

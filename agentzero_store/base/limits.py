@@ -133,6 +133,27 @@ def check_text(name: str, value: Any) -> str:
     return value
 
 
+MAX_NAME = 200  # characters of an org or agent id, a namespace or session name
+
+
+def check_name(what: str, value: object) -> str:
+    """A non-empty org or agent id, namespace or session name without control characters.
+
+    The agent memory's own scope ids hold one (namespaces and sessions, see
+    ``agentmem.namespaces``), so an id refused here can never name its way into them.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgumentError(f"{what} must be a non-empty string")
+    check_text(what, value)
+    if len(value) > MAX_NAME:
+        raise InvalidArgumentError(f"{what} is longer than {MAX_NAME} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidArgumentError(
+            f"{what} must not hold control characters", hint="use printable characters"
+        )
+    return value
+
+
 def check_optional_text(name: str, value: Any) -> str | None:
     """``check_text`` for a value that may be None; anything else but a str is refused."""
     return None if value is None else check_text(name, value)
@@ -222,6 +243,7 @@ __all__ = [
     "KEY_HEADER_MAX_BYTES",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
+    "MAX_NAME",
     "MAX_RESULTS",
     "MAX_TTL_SECONDS",
     "SCRYPT_MAX_MEMORY",
@@ -230,6 +252,7 @@ __all__ = [
     "SCRYPT_P_MAX",
     "SCRYPT_R_MAX",
     "check_limit",
+    "check_name",
     "check_optional_text",
     "check_text",
     "expires_after",

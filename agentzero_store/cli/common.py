@@ -27,7 +27,7 @@ from rich.table import Table
 
 from ..base.config import StoreConfig, default_data_dir
 from ..base.errors import AgentZeroStoreError, InvalidArgumentError
-from ..base.limits import check_text
+from ..base.limits import check_name, check_text
 from ..embed.factory import embedder_from_env
 from ..embed.vectors import Embedder
 
@@ -142,6 +142,9 @@ def cli_command(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+SCOPE_PARAMS = frozenset({"org", "agent"})  # every command's --org / --agent
+
+
 def check_text_arguments(fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
     """Refuse a text argument that is not valid UTF-8, naming it, before anything opens.
 
@@ -151,6 +154,10 @@ def check_text_arguments(fn: Callable[..., Any], kwargs: dict[str, Any]) -> None
     name may legally hold any bytes, and the OS gets them back unchanged.
     """
     for name, value in kwargs.items():
+        if name in SCOPE_PARAMS and isinstance(value, str):
+            # An org or agent id never holds a control character: the agent memory's
+            # namespace and session scopes do, and no command may name its way into one.
+            check_name(_cli_name(fn, name), value)
         if isinstance(value, str) and not value.isascii():
             try:
                 check_text("", value)

@@ -94,6 +94,39 @@ def test_only_the_owner_grants_and_names_cannot_forge_a_scope(data_dir: Path, cl
 AGENTS = ("a", "b", "c")
 
 
+def test_store_level_tools_and_commands_cannot_name_a_namespace_scope(
+    data_dir: Path, clock: Clock
+) -> None:
+    """Below the layer there is no grant check, so the ids that reach the memory store
+    from outside (tool arguments, --org/--agent) refuse the control character every
+    namespace and session scope holds: an ungranted agent cannot read a namespace
+    through an unpinned tool or the store-level CLI by spelling its scope id."""
+    from agentzero_store.agentmem.namespaces import scope_agent, session_agent
+    from agentzero_store.tools import SemanticRecallTool
+    from tests.conftest import PASSPHRASE, run_cli
+
+    with open_memory(data_dir, clock, agent_id="owner") as owner:
+        owner.namespace("vault")
+        with owner.shared("vault") as vault:
+            vault.add_turn("c1", "user", "the vault combination is 7-7-9")
+        store = owner.store
+        forged = [scope_agent("vault"), session_agent("owner", "s1"), "a\nb", "x\x7f"]
+        tool = SemanticRecallTool(store)  # unpinned: the caller names the scope
+        for agent in forged:
+            with pytest.raises(InvalidArgumentError, match="control characters"):
+                tool.run({"query": "vault combination", "mode": "keyword", "agent_id": agent})
+        with pytest.raises(InvalidArgumentError, match="control characters"):
+            tool.run({"query": "vault", "mode": "keyword", "org_id": "default\x1e"})
+        # The namespace's row is there: the refusal, not an empty scope, kept it out.
+        assert store.keyword_recall(
+            "vault combination", 5, org_id="acme", agent_id=scope_agent("vault")
+        )
+    args = ["memory", "search", "vault", "--org", "acme", "--agent", scope_agent("vault")]
+    p = run_cli(data_dir, *args, "--json", passphrase=PASSPHRASE, check=False)
+    assert p.returncode == 2 and "control characters" in p.stdout + p.stderr
+    assert "7-7-9" not in p.stdout + p.stderr
+
+
 @settings(
     max_examples=12,
     deadline=None,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...base.errors import AgentZeroStoreError, InvalidArgumentError
-from ...base.limits import check_text
+from ...base.limits import check_name, check_text
 from ...embed.vectors import Embedder
 
 JsonType = Literal["string", "integer", "number", "boolean", "object", "array"]
@@ -58,6 +58,7 @@ class Arg:
     max_length: int | None = None
     const: str | None = None  # a pinned value: anything else is a scope violation
     max_items: int | None = None  # arrays: at most this many items
+    scope_id: bool = False  # an org or agent id: no control characters (``check_name``)
 
     def schema(self) -> dict[str, Any]:
         """This argument as a JSON Schema property."""
@@ -112,6 +113,8 @@ class Arg:
             return self._check_items(value)
         if self.type == "string":
             check_text(self.name, value)  # a lone surrogate cannot be stored
+            if self.scope_id:
+                check_name(self.name, value)
         if self.const is not None and value != self.const:
             raise ScopeViolationError(
                 f"{self.name} is pinned to {self.const!r} for this tool; "
@@ -196,14 +199,20 @@ def scope_args(
 ) -> tuple[Arg, ...]:
     """The org/agent(/conversation) arguments, pinned (``const``) where a value is given."""
     org = (
-        Arg("org_id", "string", "The organisation (tenant). Pinned by the host.", const=org_id)
+        Arg(
+            "org_id",
+            "string",
+            "The organisation (tenant). Pinned by the host.",
+            const=org_id,
+            scope_id=True,
+        )
         if org_id is not None
-        else Arg("org_id", "string", "Only memories of this organisation (tenant).")
+        else Arg("org_id", "string", "Only memories of this organisation (tenant).", scope_id=True)
     )
     agent = (
-        Arg("agent_id", "string", "The agent. Pinned by the host.", const=agent_id)
+        Arg("agent_id", "string", "The agent. Pinned by the host.", const=agent_id, scope_id=True)
         if agent_id is not None
-        else Arg("agent_id", "string", "Only memories of this agent.")
+        else Arg("agent_id", "string", "Only memories of this agent.", scope_id=True)
     )
     conv = Arg("conversation_id", "string", "Only memories of this conversation.")
     return (org, agent, conv) if conversation else (org, agent)
