@@ -9,12 +9,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..base.errors import SchemaVersionError
 from ..memory.recall import fts_match
 from ..memory.records import Scope, from_us, to_us
 from ..memory.rows import placeholders
 from .records import Fact, HistoryEntry, Memory, Procedure
-from .schema import MIGRATIONS, SCHEMA_KEY, SCHEMA_VERSION
+from .schema import MIGRATIONS, SCHEMA_KEY, migrate_chain
 
 if TYPE_CHECKING:
     from ..memory.store import SqliteMemoryStore
@@ -95,24 +94,8 @@ class RepositoryCore:
 
     # ------------------------------------------------------------------ schema
     def migrate(self) -> None:
-        """Create or upgrade the layer's tables (one transaction per version)."""
-        db = self._store.database
-        rows = db.query("SELECT value FROM meta WHERE key = ?", (SCHEMA_KEY,))
-        version = int(rows[0][0]) if rows else 0
-        if version > SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"memory.db has agent-memory schema {version}; this version supports up to "
-                f"{SCHEMA_VERSION}"
-            )
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            with self._store.transaction() as tx:
-                for stmt in MIGRATIONS[target - 1].split(";\n"):
-                    if stmt.strip():
-                        tx.execute(stmt)
-                tx.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                    (SCHEMA_KEY, str(target)),
-                )
+        """Create or upgrade the layer's tables (``schema.migrate_chain``)."""
+        migrate_chain(self._store, SCHEMA_KEY, MIGRATIONS, "agent-memory")
 
     def feed_seq(self, tx: WriteTx) -> int:
         """The change feed's newest seq, read inside ``tx`` (under the write lock)."""

@@ -4,8 +4,15 @@ version, each run in one transaction (``RepositoryCore.migrate``). What each tab
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..base.errors import SchemaVersionError
+
+if TYPE_CHECKING:
+    from ..memory.store import SqliteMemoryStore
+
 SCHEMA_KEY = "agentmem_schema"
-SCHEMA_VERSION = 3
 MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE am_memory (
@@ -196,4 +203,34 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
-__all__ = ["MIGRATIONS", "SCHEMA_KEY", "SCHEMA_VERSION"]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate_chain(store: SqliteMemoryStore, key: str, migrations: Sequence[str], what: str) -> None:
+    """Bring the chain of ``migrations`` recorded under meta ``key`` up to date: version
+    N is ``migrations[N - 1]``, each step in one transaction that also records it. The
+    version is read again under the write lock before each step, so two processes that
+    open an old store at once never run a step twice. A newer store is refused.
+    (The agent memory's tables and the skills' each have a chain of their own.)"""
+
+    def version(rows: Sequence[Sequence[object]]) -> int:
+        return int(str(rows[0][0])) if rows else 0
+
+    latest = len(migrations)
+    sql = "SELECT value FROM meta WHERE key = ?"
+    found = version(store.database.query(sql, (key,)))
+    if found > latest:
+        raise SchemaVersionError(
+            f"memory.db has {what} schema {found}; this version supports up to {latest}"
+        )
+    for target in range(found + 1, latest + 1):
+        with store.transaction() as tx:
+            if version(tx.query(sql, (key,))) >= target:
+                continue  # another process ran this step meanwhile
+            for stmt in migrations[target - 1].split(";\n"):
+                if stmt.strip():
+                    tx.execute(stmt)
+            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(target)))
+
+
+__all__ = ["MIGRATIONS", "SCHEMA_KEY", "SCHEMA_VERSION", "migrate_chain"]

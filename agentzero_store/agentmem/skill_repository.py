@@ -18,8 +18,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..base.errors import SchemaVersionError
 from ..memory.records import from_us
+from .schema import migrate_chain
 from .skill_records import Skill, skill_key, tag_key
 
 if TYPE_CHECKING:
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from ..memory.tx import WriteTx
 
 SCHEMA_KEY = "agentmem_skills_schema"
-SCHEMA_VERSION = 1
 _MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE am_skill (
@@ -55,6 +54,7 @@ _MIGRATIONS: tuple[str, ...] = (
 
 _COLUMNS = "name, description, steps, tags, created_at_us, updated_at_us"
 Saved = Literal["created", "updated", "unchanged"]
+SCHEMA_VERSION = len(_MIGRATIONS)
 
 
 def _skill(r: Sequence[Any]) -> Skill:
@@ -76,27 +76,8 @@ class SqliteSkillRepository:
         self._scope = (org_id, agent_id)
 
     def migrate(self) -> None:
-        """Create or upgrade the skill tables (one transaction per version)."""
-        rows = self._store.database.query("SELECT value FROM meta WHERE key = ?", (SCHEMA_KEY,))
-        version = int(rows[0][0]) if rows else 0
-        if version > SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"memory.db has skills schema {version}; this version supports up to "
-                f"{SCHEMA_VERSION}"
-            )
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            with self._store.transaction() as tx:
-                # Under the write lock: another process may have migrated meanwhile.
-                done = tx.query("SELECT value FROM meta WHERE key = ?", (SCHEMA_KEY,))
-                if done and int(done[0][0]) >= target:
-                    continue
-                for stmt in _MIGRATIONS[target - 1].split(";\n"):
-                    if stmt.strip():
-                        tx.execute(stmt)
-                tx.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                    (SCHEMA_KEY, str(target)),
-                )
+        """Create or upgrade the skill tables (``schema.migrate_chain``)."""
+        migrate_chain(self._store, SCHEMA_KEY, _MIGRATIONS, "skills")
 
     def transaction(self) -> Any:
         """The memory store's write transaction (a ``WriteTx`` context manager)."""
