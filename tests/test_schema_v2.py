@@ -14,6 +14,7 @@ import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -285,3 +286,35 @@ def test_kill_during_migration_leaves_a_whole_version(tmp_path: Path) -> None:
 
 def _rest(v: V1Store) -> tuple[dict[int, bytes], dict[int, str], int]:
     return v.vectors, v.ids, v.max_seq
+
+
+class StaleVersionRead:
+    """Fault injection: the database as a process sees it that read ``user_version``
+    before another process migrated the store (its first read says 0)."""
+
+    def __init__(self, db: Any) -> None:
+        self._db = db
+        self.path = db.path
+        self.stale_reads = 0
+
+    def query(self, sql: str, params: Any = ()) -> list[Any]:
+        if sql == "PRAGMA user_version" and not self.stale_reads:
+            self.stale_reads += 1
+            return [(0,)]
+        rows: list[Any] = self._db.query(sql, params)
+        return rows
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+
+def test_a_step_another_process_ran_meanwhile_is_not_run_again(tmp_path: Path) -> None:
+    from agentzero_store.memory.schema import migrate
+
+    with SqliteMemoryStore.open(tmp_path / "d", passphrase=PASSPHRASE, config=FAST) as s:
+        s.append(MemoryEntry(content="kept"))
+        late = StaleVersionRead(s.database)
+        migrate(late, s.store_id)  # type: ignore[arg-type]  # v1 again would CREATE TABLE memory
+        assert late.stale_reads == 1
+        assert int(s.database.query("PRAGMA user_version")[0][0]) == SCHEMA_VERSION
+        assert [e.content for e in s.recent(5)] == ["kept"]

@@ -105,6 +105,10 @@ def migrate(db: Database, store_id: str) -> None:
         )
     for target in range(version + 1, SCHEMA_VERSION + 1):
         with db.tx() as c:
+            # Read again under the write lock: another process opening this old store
+            # at the same time may have run this step meanwhile.
+            if int(c.execute("PRAGMA user_version").fetchone()[0]) >= target:
+                continue
             for stmt in MIGRATIONS[target - 1].split(";\n"):
                 if stmt.strip():
                     c.execute(stmt)
