@@ -130,7 +130,7 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
     def search(request: Request) -> HTMLResponse:
         q = request.query_params
         query = q.get("q", "").strip()
-        mode = q.get("mode") or "auto"
+        mode = q.get("mode") or ""
         k = _int(q.get("k"), 10)
         type_ = q.get("type") or None
         include_archived = q.get("include_archived") == "1"
@@ -320,8 +320,8 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
         Route("/documents", documents),
         Route("/documents/{doc_id}", document),
         Route("/health", health),
+        Route("/jobs/{job_id}.json", job_json),  # before the page's route, which would match
         Route("/jobs/{job_id}", job),
-        Route("/jobs/{job_id}.json", job_json),
         Route("/erase", erase_confirm),
         Route(
             "/action/{verb:str}",

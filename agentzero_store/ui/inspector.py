@@ -151,10 +151,11 @@ class Inspector:
     def search(
         self, query: str, *, mode: str, k: int, type_: str | None, include_archived: bool
     ) -> list[RecallHit]:
-        """Recall with ``explain``: each hit's rank, weight and share per signal."""
-        if mode not in MODES:
+        """Recall with ``explain``: each hit's rank, weight and share per signal. Mode
+        ``""``: the memory's default (auto with an embedder, keyword without one)."""
+        if mode and mode not in MODES:
             raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-        m: Mode = mode  # type: ignore[assignment]
+        m: Mode | None = mode or None  # type: ignore[assignment]
         with self._reading() as mem:
             return mem.recall(
                 query, k, mode=m, types=type_, include_archived=include_archived, explain=True

@@ -29,8 +29,8 @@ def bind(port: int) -> socket.socket:
     return sock
 
 
-def serve(app: ASGIApp, sock: socket.socket) -> None:
-    """Serve ``app`` on ``sock`` until interrupted (Ctrl-C, SIGTERM)."""
+def make_server(app: ASGIApp) -> uvicorn.Server:
+    """A uvicorn server for ``app``: no access log, no server header, HTTP only."""
     config = uvicorn.Config(
         app,
         access_log=False,
@@ -41,7 +41,12 @@ def serve(app: ASGIApp, sock: socket.socket) -> None:
         lifespan="off",
         ws="none",
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    return uvicorn.Server(config)
 
 
-__all__ = ["HOST", "bind", "serve"]
+def serve(app: ASGIApp, sock: socket.socket) -> None:
+    """Serve ``app`` on ``sock`` until interrupted (Ctrl-C, SIGTERM)."""
+    make_server(app).run(sockets=[sock])
+
+
+__all__ = ["HOST", "bind", "make_server", "serve"]
