@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import select
+import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +21,7 @@ from agentzero_store.ops.verify import verify_store
 from agentzero_store.storage.credentials import Credential
 from agentzero_store.ui import Inspector, Secrets, Settings, bind, create_app
 from agentzero_store.ui.server import make_server
-from tests.conftest import FAST, PASSPHRASE
+from tests.conftest import AGENTZERO, FAST, PASSPHRASE, child_env
 
 SCRIPT = "The user pasted <script>alert(1)</script> into the chat"
 NEEDLE = "zanzibarquokka"  # a word no other text holds: what search finds and scans look for
@@ -122,3 +126,33 @@ def client(served: Served) -> Iterator[httpx.Client]:
         yield c
     finally:
         c.close()
+
+
+URL_LINE = re.compile(r"^http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]{40,})$")
+
+
+@contextlib.contextmanager
+def running_ui(data_dir: Path, *args: str, passphrase: str = PASSPHRASE) -> Iterator[str]:
+    """The real ``agentzero ui --no-browser`` in a subprocess; yields its first stdout line."""
+    env = child_env()
+    env["AGENTZERO_PASSPHRASE"] = passphrase
+    proc = subprocess.Popen(
+        [AGENTZERO, "--data-dir", str(data_dir), "ui", "--no-browser", "--embedder", "none", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        assert ready, "agentzero ui printed nothing"
+        yield proc.stdout.readline().rstrip("\n")
+    finally:
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: uvicorn stops, the memory closes
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
