@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -53,3 +55,15 @@ def test_a_missing_store_is_a_cli_error_with_a_hint(tmp_path: Path) -> None:
     assert p.stdout == ""
     assert "error:" in p.stderr and "hint:" in p.stderr and "init" in p.stderr
     assert not (tmp_path / "none").exists()  # nothing created
+
+
+def test_help_and_no_web_import_for_other_commands(data_dir: Path) -> None:
+    assert "--no-browser" in run_cli(data_dir, "ui", "--help").stdout
+    # The CLI imports the web stack only when `ui` runs: other commands stay fast.
+    code = (
+        "import sys, agentzero_store.cli; "
+        "print(sorted({'starlette', 'uvicorn', 'jinja2'} & set(sys.modules)))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
