@@ -182,6 +182,13 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
             raise NotFoundError(f"no fact {fid!r} in this scope")
         return page(request, "fact.html", chain=chain, entries=entries, fid=fid)
 
+    def entity_graph(request: Request) -> HTMLResponse:
+        entity = request.query_params.get("entity", "").strip()
+        if not entity:
+            raise InvalidArgumentError("name an entity: /graph?entity=NAME")
+        g, scanned = inspector.entity_graph(entity)
+        return page(request, "graph.html", g=g, entity=entity, scanned=scanned)
+
     def decay(request: Request) -> HTMLResponse:
         page_no = _int(request.query_params.get("page"), 0)
         rows, more = inspector.decay(page_no)
@@ -316,6 +323,7 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
         Route("/facts", facts),
         Route("/facts/{fact_id}", fact),
         Route("/decay", decay),
+        Route("/graph", entity_graph),
         Route("/namespaces", namespaces),
         Route("/documents", documents),
         Route("/documents/{doc_id}", document),

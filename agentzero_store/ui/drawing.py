@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from ..agentmem.records import Edge
 
@@ -52,7 +53,7 @@ class Node:
     x: float
     y: float
     kind: str  # center | memory | entity
-    link: str | None
+    link: str | None  # the page it opens: /memory/ID or /graph?entity=NAME
 
 
 @dataclass(frozen=True)
@@ -104,16 +105,8 @@ def graph(
         x, y = cx + radius * math.cos(angle), cy + radius * math.sin(angle)
         entity = other.startswith("entity:")
         text = other.removeprefix("entity:") if entity else label(other)
-        nodes.append(
-            Node(
-                other,
-                short(text),
-                x,
-                y,
-                "entity" if entity else "memory",
-                None if entity else other,
-            )
-        )
+        link = f"/graph?{urlencode({'entity': text})}" if entity else f"/memory/{other}"
+        nodes.append(Node(other, short(text), x, y, "entity" if entity else "memory", link))
         e = best[other]
         lines.append(Line(cx, cy, x, y, e.type, e.confidence, 1.0 + 4.0 * e.confidence))
     return Graph(tuple(nodes), tuple(lines))

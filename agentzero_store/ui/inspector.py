@@ -19,11 +19,13 @@ from typing import Any, Literal
 from ..agentmem import AgentMemory
 from ..agentmem.memory import Archived, Mode
 from ..agentmem.records import (
+    Edge,
     Fact,
     ForgetReceipt,
     HistoryEntry,
     Memory,
     RecallHit,
+    entity_key,
 )
 from ..base.config import Layout, StoreConfig
 from ..base.errors import InvalidArgumentError, NotFoundError
@@ -34,6 +36,7 @@ from . import drawing
 from .jobs import Jobs, Tell
 
 PAGE = 25  # memories per timeline page
+ENTITY_SCAN = 2_000  # newest memories an entity's graph looks through
 MODES: tuple[str, ...] = ("auto", "semantic", "keyword", "hybrid")
 DOC_MODES: tuple[str, ...] = ("bm25", "semantic", "hybrid")
 Selector = Literal["id", "conversation_id", "about"]
@@ -184,6 +187,20 @@ class Inspector:
             graph = drawing.graph(m.id, m.content, edges, label)
             history = mem.history(m.id)
         return MemoryView(m, m.id in pinned, m.id in core, curve.now_r, curve, graph, history)
+
+    def entity_graph(self, name: str) -> tuple[drawing.Graph, int]:
+        """The memories about an entity around it, from the newest ``ENTITY_SCAN``
+        memories (the API has no listing by entity; recall ranks, it does not list), and
+        how many memories were looked at."""
+        key = entity_key(name)
+        with self._reading() as mem:
+            scanned = mem.memories(archived="include", limit=ENTITY_SCAN)
+            now = mem.now()
+        about = [m for m in scanned if key in {entity_key(a) for a in m.about}]
+        edges = [Edge(f"entity:{name}", m.id, "entity", 1.0, now) for m in about]
+        labels = {m.id: m.content for m in about}
+        graph = drawing.graph(f"entity:{name}", name, edges, lambda i: labels.get(i, i))
+        return graph, len(scanned)
 
     def decay(self, page: int) -> tuple[list[tuple[Memory, float, bool, bool]], bool]:
         """A page of memories with their retrievability now and their tier marks."""

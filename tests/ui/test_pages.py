@@ -117,3 +117,30 @@ def test_health_jobs_run_in_the_background(served: Served, client: httpx.Client)
     assert job["state"] == "done" and job["result"]["dry_run"] is True, job
     assert job["step"] and job["total"] >= job["done"] > 0
     assert "verify" in client.get("/health").text
+
+
+def test_graph_around_an_entity(served: Served, client: httpx.Client) -> None:
+    page = client.get(f"/memory/{served.ids.tea}").text
+    assert 'href="/graph?entity=tea"' in page
+    graph = client.get("/graph", params={"entity": "TEA"}).text  # entities compare folded
+    svg = graph.split('<svg class="graph"')[1].split("</svg>")[0]
+    assert f'href="/memory/{served.ids.tea}"' in svg
+    assert served.ids.script not in svg  # not about tea
+    assert re.search(r">entity 1\.00</text>", svg)
+    assert client.get("/graph").status_code == 400
+
+
+def test_forget_a_whole_conversation_from_its_timeline(
+    served: Served, client: httpx.Client
+) -> None:
+    mem = served.inspector.mem
+    ids = [mem.add_turn("chat-9", "user", f"message {i}") for i in range(3)]
+    page = client.get("/", params={"conversation": "chat-9"}).text
+    assert 'id="forget-conversation"' in page
+    r = client.post(
+        "/action/forget",
+        data={"csrf": csrf_of(page), "by": "conversation_id", "value": "chat-9"},
+    )
+    assert r.status_code == 303
+    assert all(mem.get(i) is None for i in ids)
+    assert served.inspector.receipts[0].count == 3
