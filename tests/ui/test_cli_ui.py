@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import run_cli
+from tests.conftest import PASSPHRASE, run_cli
 
 from .conftest import NEEDLE, URL_LINE, running_ui, seed
 
@@ -67,3 +67,27 @@ def test_help_and_no_web_import_for_other_commands(data_dir: Path) -> None:
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
+
+
+def test_a_port_in_use_is_a_cli_error_with_a_hint(data_dir: Path) -> None:
+    seed(data_dir)
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        p = run_cli(
+            data_dir,
+            "ui",
+            "--no-browser",
+            "--embedder",
+            "none",
+            "--port",
+            str(port),
+            passphrase=PASSPHRASE,
+            check=False,
+        )
+    assert p.returncode == 2, p.stderr
+    assert p.stdout == ""
+    assert f"127.0.0.1:{port}" in p.stderr and "--port 0" in p.stderr

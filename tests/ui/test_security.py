@@ -104,7 +104,7 @@ def test_memory_text_is_escaped_everywhere(served: Served, client: httpx.Client)
     assert "&lt;script&gt;alert(2)&lt;/script&gt;" in pages[5]
 
 
-def test_no_secret_in_reprs_or_on_stdout(served: Served) -> None:
+def test_no_secret_in_reprs(served: Served) -> None:
     keys, settings = served.keys, served.inspector.settings
     for secret in (keys.login_token, keys.session, keys.csrf):
         assert secret not in repr(keys)
