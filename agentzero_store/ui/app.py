@@ -84,8 +84,9 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
 
     def back(request: Request, form: FormData, default: str = "/") -> RedirectResponse:
         to = str(form.get("next") or default)
-        if not to.startswith("/") or to.startswith("//"):
-            to = default  # only back into this app
+        # Only back into this app: browsers read "//host" and "/\\host" as another site.
+        if not to.startswith("/") or to.startswith("//") or "\\" in to or not to.isprintable():
+            to = default
         return RedirectResponse(to, status_code=303)
 
     def text(form: FormData, name: str) -> str:

@@ -83,8 +83,9 @@ def test_a_post_without_the_csrf_token_is_403_and_changes_nothing(
     assert r.status_code == 303 and r.headers["location"] == f"/memory/{tea}"
     assert [m.id for m in served.inspector.mem.pinned()] == [tea]
     # ``next`` only leads back into the app.
-    r = client.post("/action/unpin", data={"id": tea, "csrf": csrf, "next": "//evil.example/"})
-    assert r.headers["location"] == "/"
+    for away in ("//evil.example/", "/\\evil.example/", "https://evil.example/", "/x\n"):
+        r = client.post("/action/unpin", data={"id": tea, "csrf": csrf, "next": away})
+        assert r.headers["location"] == "/", away
 
 
 def test_memory_text_is_escaped_everywhere(served: Served, client: httpx.Client) -> None:
