@@ -23,6 +23,7 @@ from . import ops as cli_ops
 from . import reembed as cli_reembed
 from . import skill as cli_skill
 from . import store as cli_store
+from . import ui as cli_ui
 from .agent_memory import register_agent_memory_commands
 from .common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
 
@@ -55,6 +56,7 @@ app.add_typer(
 cli_ops.register_store_commands(cli_store.app)
 cli_store.app.command("reembed")(cli_command(cli_reembed.reembed))
 app.add_typer(cli_ops.key_app, name="key", help="Keys: change-passphrase, rotate, export-recovery.")
+app.command("ui")(cli_ui.ui)
 
 
 @app.callback()

@@ -1,0 +1,146 @@
+"""What the pages show: timeline, search with ranks per signal, facts and their history,
+decay curves, the graph, documents, health and the polled background jobs."""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+import httpx
+
+from .conftest import NEEDLE, Served, csrf_of
+
+
+def test_timeline_pages_and_filters(served: Served, client: httpx.Client) -> None:
+    mem = served.inspector.mem
+    for i in range(30):
+        mem.add_turn("chat-7", "user", f"turn number {i:02d}")
+    page = client.get("/").text
+    rows = re.findall(r'<tr class="memory" data-id="([0-9a-f]+)"', page)
+    newest = [m.id for m in mem.memories(limit=25)]
+    assert rows == newest  # newest first, one page
+    assert re.search(r'href="/\?[^"]*page=1">older', page)
+    second = re.findall(r'data-id="([0-9a-f]+)"', client.get("/", params={"page": 1}).text)
+    assert second == [m.id for m in mem.memories(limit=25, offset=25)]
+    only = client.get("/", params={"conversation": "chat-7", "type": "episodic"}).text
+    assert len(re.findall(r'<tr class="memory"', only)) == 25
+    assert NEEDLE not in only
+    semantic = client.get("/", params={"type": "semantic"}).text
+    assert NEEDLE in semantic and "turn number" not in semantic
+
+
+def test_search_shows_each_hits_rank_per_signal(served: Served, client: httpx.Client) -> None:
+    for mode in ("", "keyword"):
+        page = client.get("/search", params={"q": f"{NEEDLE} tea", "mode": mode}).text
+        first = re.search(r'<tr class="hit" data-id="([0-9a-f]+)">(.*?)</tr>', page, re.S)
+        assert first is not None and first.group(1) == served.ids.tea
+        assert re.search(r"keyword #1", first.group(2)), first.group(2)
+    # A mode that needs an embedder the server has not: the API's error and hint.
+    r = client.get("/search", params={"q": "tea", "mode": "semantic"})
+    assert r.status_code == 400 and 'class="problem"' in r.text and "embedder" in r.text
+
+
+def test_facts_now_as_of_and_history(served: Served, client: httpx.Client) -> None:
+    page = client.get("/facts").text
+    believed = page.split("<h2>Every version</h2>")[0]
+    assert '<td class="object">Lisbon</td>' in believed and "Porto" not in believed
+    assert re.search(r"Porto</a> \(0\.90\) from 2020-01-01.*replaced 2024-01-01", page, re.S)
+    then = client.get("/facts", params={"as_of": "2022-06-01"}).text.split("Every version")[0]
+    assert '<td class="object">Porto</td>' in then and "Lisbon" not in then
+    history = client.get(f"/facts/{served.ids.porto}").text
+    assert "replaced" in history and "believed now" in history
+    assert re.search(r"<td>supersede</td><td>by=" + served.ids.lisbon, history)
+    assert client.get("/facts/nope").status_code == 404
+
+
+def test_decay_curve_and_marks(served: Served, client: httpx.Client) -> None:
+    mem = served.inspector.mem
+    page = client.get(f"/memory/{served.ids.tea}").text
+    points = re.search(r'<polyline points="([^"]+)" class="r-line', page)
+    assert points is not None
+    ys = [float(p.split(",")[1]) for p in points.group(1).split()]
+    assert len(ys) == 37 and ys == sorted(ys) and ys[-1] > ys[0]  # it fades (y grows down)
+    r_now = round(100 * mem.retrievability(served.ids.tea))
+    assert f'<strong class="r-now">{r_now}%</strong>' in page
+    mem.pin(served.ids.tea)
+    page = client.get(f"/memory/{served.ids.tea}").text
+    assert 'class="r-line held"' in page and "pinned: loaded in every context pack" in page
+    decay = client.get("/decay").text
+    assert re.search(NEEDLE + r".*?mark pin", decay, re.S)
+
+
+def test_graph_draws_typed_edges_with_confidence(served: Served, client: httpx.Client) -> None:
+    page = client.get(f"/memory/{served.ids.tea}").text
+    svg = page.split('<svg class="graph"')[1].split("</svg>")[0]
+    assert 'class="edge causal"' in svg and 'class="edge entity"' in svg
+    assert re.search(r">causal 0\.\d\d</text>", svg)
+    assert f'href="/memory/{served.ids.script}"' in svg  # the neighbour is a link
+    assert ">tea</text>" in svg  # the entity node
+    lisbon = client.get(f"/memory/{served.ids.lisbon}").text
+    assert 'class="edge supersedes"' in lisbon
+
+
+def test_documents_search_and_best_chunk(served: Served, client: httpx.Client) -> None:
+    page = client.get("/documents", params={"q": "herons estuary"}).text
+    link = re.search(r'<a href="(/documents/report-1\?[^"]+)">Heron report</a>', page)
+    assert link is not None
+    doc = client.get(link.group(1).replace("&amp;", "&")).text
+    best = re.search(r'<mark id="best-chunk">(.*?)</mark>', doc, re.S)
+    assert best is not None and "herons" in best.group(1).lower()
+    assert client.get("/documents/none-such").status_code == 404
+
+
+def _finish(client: httpx.Client, job_url: str) -> dict[str, Any]:
+    wait = threading.Event()
+    for _ in range(1200):  # poll as the page's script does (no timed assertion)
+        job: dict[str, Any] = client.get(job_url + ".json").json()
+        if job["state"] != "running":
+            return job
+        wait.wait(0.1)
+    raise AssertionError(f"job still running: {job}")
+
+
+def test_health_jobs_run_in_the_background(served: Served, client: httpx.Client) -> None:
+    page = client.get("/health").text
+    assert "index.jsonl.tantivy" in page  # the document store's BM25 index, covered
+    csrf = csrf_of(page)
+    assert client.post("/jobs/start/verify", data={}).status_code == 403
+    r = client.post("/jobs/start/verify", data={"csrf": csrf})
+    assert r.status_code == 303 and r.headers["location"].startswith("/jobs/")
+    job_page = client.get(r.headers["location"]).text
+    assert 'data-poll="' in job_page and "<progress" in job_page
+    job = _finish(client, r.headers["location"])
+    assert job["state"] == "done" and job["result"]["clean"] is True, job
+    r = client.post("/jobs/start/consolidate", data={"csrf": csrf, "dry_run": "1"})
+    job = _finish(client, r.headers["location"])
+    assert job["state"] == "done" and job["result"]["dry_run"] is True, job
+    assert job["step"] and job["total"] >= job["done"] > 0
+    assert "verify" in client.get("/health").text
+
+
+def test_graph_around_an_entity(served: Served, client: httpx.Client) -> None:
+    page = client.get(f"/memory/{served.ids.tea}").text
+    assert 'href="/graph?entity=tea"' in page
+    graph = client.get("/graph", params={"entity": "TEA"}).text  # entities compare folded
+    svg = graph.split('<svg class="graph"')[1].split("</svg>")[0]
+    assert f'href="/memory/{served.ids.tea}"' in svg
+    assert served.ids.script not in svg  # not about tea
+    assert re.search(r">entity 1\.00</text>", svg)
+    assert client.get("/graph").status_code == 400
+
+
+def test_forget_a_whole_conversation_from_its_timeline(
+    served: Served, client: httpx.Client
+) -> None:
+    mem = served.inspector.mem
+    ids = [mem.add_turn("chat-9", "user", f"message {i}") for i in range(3)]
+    page = client.get("/", params={"conversation": "chat-9"}).text
+    assert 'id="forget-conversation"' in page
+    r = client.post(
+        "/action/forget",
+        data={"csrf": csrf_of(page), "by": "conversation_id", "value": "chat-9"},
+    )
+    assert r.status_code == 303
+    assert all(mem.get(i) is None for i in ids)
+    assert served.inspector.receipts[0].count == 3
