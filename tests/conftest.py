@@ -45,6 +45,16 @@ def _model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh user state dir per test session (env ``AGENTZERO_STATE_DIR``, inherited by
+    CLI subprocesses): the backups tests take are never noted in the developer's."""
+    path = tmp_path_factory.mktemp("state")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AGENTZERO_STATE_DIR", str(path))
+        yield path
+
+
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
@@ -104,12 +114,10 @@ AGENTZERO = str(Path(sys.executable).parent / "agentzero")  # the real console s
 
 
 def child_env() -> dict[str, str]:
-    """This environment without ``AGENTZERO_*`` settings, but for the session's model cache."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("AGENTZERO_") or k == "AGENTZERO_MODEL_CACHE"
-    }
+    """This environment without ``AGENTZERO_*`` settings, but for the session's model
+    cache and state dir."""
+    keep = ("AGENTZERO_MODEL_CACHE", "AGENTZERO_STATE_DIR")
+    return {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_") or k in keep}
 
 
 def run_cli(

@@ -129,7 +129,13 @@ def backup_cmd(
 ) -> None:
     """Consistent encrypted snapshot: memory.db, its archive, the log, keys.json, checksums."""
     r = backup_store(data_dir(), _cred(), dest)
-    emit(r, lambda: out.print(f"backup of store {r.store_id} written to {r.path}"))
+
+    def human() -> None:
+        out.print(f"backup of store {r.store_id} written to {r.path}")
+        if not r.recorded:
+            out.print("(not noted as its last backup: the user state dir could not be written)")
+
+    emit(r, human)
 
 
 def restore_cmd(

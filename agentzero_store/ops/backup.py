@@ -46,6 +46,7 @@ from ..base.errors import (
 )
 from ..memory.source import memory_seq
 from ..storage.acks import Source, SourceState, create_ledger
+from ..storage.backup_log import note_backup
 from ..storage.credentials import Credential
 from ..storage.fileio import DEFAULT_IO, FileIO, atomic_write, fsync_path, translate_os_errors
 from ..storage.keys import StoreKeys, unlock_slot
@@ -67,6 +68,7 @@ class BackupResult:
     memory_seq: int | None
     log_seq: int | None
     files: dict[str, dict[str, Any]]
+    recorded: bool = False  # noted as the store's last backup (``storage.backup_log``)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -138,7 +140,9 @@ def backup_store(
     body["mac"] = hmac.new(_mac_key(keys), _canonical(body), "sha256").hexdigest()
     # The commit point: a backup without its manifest is incomplete and never restored.
     atomic_write(dest / MANIFEST, json.dumps(body, indent=2).encode() + b"\n", io=io)
-    return BackupResult(str(dest), keys.store_id, memory_seq, log_seq, files)
+    # Noted on this machine (never in the store: a backup writes nothing to it).
+    recorded = note_backup(keys.store_id, body["created_at"], memory_seq, log_seq)
+    return BackupResult(str(dest), keys.store_id, memory_seq, log_seq, files, recorded)
 
 
 def _snapshot_memories(layout: Layout, keys: StoreKeys, dest: Path, io: FileIO) -> int | None:

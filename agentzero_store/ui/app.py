@@ -218,6 +218,7 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
             request,
             "health.html",
             indexes=inspector.index_status(),
+            backup=inspector.last_backup(),
             jobs=inspector.jobs.all(),
             can_verify=inspector.settings.verify is not None,
         )

@@ -30,6 +30,7 @@ from ..agentmem.records import (
 from ..base.config import Layout, StoreConfig
 from ..base.errors import InvalidArgumentError, NotFoundError
 from ..embed.vectors import Embedder
+from ..storage.backup_log import last_backup
 from ..storage.credentials import Credential
 from ..storage.lock import writer_lock
 from . import drawing
@@ -40,6 +41,16 @@ ENTITY_SCAN = 2_000  # newest memories an entity's graph looks through
 MODES: tuple[str, ...] = ("auto", "semantic", "keyword", "hybrid")
 DOC_MODES: tuple[str, ...] = ("bm25", "semantic", "hybrid")
 Selector = Literal["id", "conversation_id", "about"]
+
+
+def age(delta: timedelta) -> str:
+    """A time span as a person reads it: "40 s", "12 min", "5 h", "3 days"."""
+    seconds = max(0, int(delta.total_seconds()))
+    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            n = seconds // size
+            return f"{n} {'day' if unit == 'days' and n == 1 else unit}"
+    return f"{seconds} s"
 
 
 @dataclass(frozen=True)
@@ -235,6 +246,16 @@ class Inspector:
         """The namespaces this agent owns or is granted."""
         with self._reading() as mem:
             return list(mem.namespaces())
+
+    def last_backup(self) -> dict[str, Any] | None:
+        """The last backup this machine took of the store, with its age
+        (``storage.backup_log``)."""
+        with self._reading() as mem:
+            note = last_backup(mem.store.store_id)
+            now = mem.now()
+        if note is None:
+            return None
+        return {**note, "age": age(now - datetime.fromisoformat(note["at"]))}
 
     def index_status(self) -> list[dict[str, Any]]:
         """Every sidecar's status, with how far it lags its source."""

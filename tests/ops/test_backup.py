@@ -15,6 +15,7 @@ from agentzero_store.base.errors import (
     TamperedRecordError,
 )
 from agentzero_store.ops import backup_store, restore_store, verify_store
+from agentzero_store.ops.backup import read_manifest
 from rag.store import DocumentStore
 
 from ..conftest import FAST, PASSPHRASE, js, run_cli, scan_for, text_needles, tree_digest
@@ -112,3 +113,25 @@ def test_cli_backup_restore_verify(populated: Path, tmp_path: Path) -> None:
     assert verify_store(new, CRED).clean
     again = run_cli(populated, *restore, passphrase=PASSPHRASE, check=False)
     assert again.returncode == 4 and js(again)["error"] == "store_exists"
+
+
+def test_each_backup_is_noted_outside_the_store_and_a_failed_note_fails_nothing(
+    populated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentzero_store.storage.backup_log import FILE, last_backup, state_dir
+
+    first = backup_store(populated, CRED, tmp_path / "bk1")
+    assert first.recorded and last_backup(first.store_id) == {
+        "at": read_manifest(tmp_path / "bk1")["created_at"],
+        "memory_seq": first.memory_seq,
+        "log_seq": first.log_seq,
+    }
+    assert (state_dir() / FILE).stat().st_mode & 0o077 == 0
+    (state_dir() / FILE).write_text("{not json")  # damaged: started again, never an error
+    second = backup_store(populated, CRED, tmp_path / "bk2")
+    assert second.recorded and last_backup(second.store_id) is not None
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("a file where the state dir should be")
+    monkeypatch.setenv("AGENTZERO_STATE_DIR", str(blocked / "state"))
+    third = backup_store(populated, CRED, tmp_path / "bk3")
+    assert not third.recorded and read_manifest(tmp_path / "bk3")["store_id"] == third.store_id

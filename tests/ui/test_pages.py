@@ -3,11 +3,15 @@ decay curves, the graph, documents, health and the polled background jobs."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.conftest import PASSPHRASE
 
 from .conftest import NEEDLE, Served, csrf_of
 
@@ -117,6 +121,29 @@ def test_health_jobs_run_in_the_background(served: Served, client: httpx.Client)
     assert job["state"] == "done" and job["result"]["dry_run"] is True, job
     assert job["step"] and job["total"] >= job["done"] > 0
     assert "verify" in client.get("/health").text
+
+
+def test_health_shows_the_last_backups_age(
+    served: Served, client: httpx.Client, tmp_path: Path
+) -> None:
+    """A backup notes itself in the user's state dir (when, what it holds; never where,
+    never in the store) and the Health page shows its age; before any, it says so."""
+    from agentzero_store.ops.backup import backup_store
+    from agentzero_store.storage.backup_log import last_backup
+    from agentzero_store.storage.credentials import Credential
+
+    before = re.search(r'<p id="last-backup"[^>]*>(.*?)</p>', client.get("/health").text, re.S)
+    assert before is not None and "No backup of this store yet" in before.group(1)
+    result = backup_store(served.data_dir, Credential.from_passphrase(PASSPHRASE), tmp_path / "b")
+    assert result.recorded
+    note = last_backup(result.store_id)
+    assert note is not None and note["memory_seq"] == result.memory_seq
+    assert str(tmp_path) not in json.dumps(note)  # the note never says where
+    after = re.search(r'<p id="last-backup"[^>]*>(.*?)</p>', client.get("/health").text, re.S)
+    assert after is not None, client.get("/health").text
+    shown = after.group(1)
+    assert re.search(r"Last backup <strong>\d+ (s|min) ago</strong>", shown), shown
+    assert f"memory seq {result.memory_seq}" in after.group(1)
 
 
 def test_graph_around_an_entity(served: Served, client: httpx.Client) -> None:
