@@ -90,9 +90,14 @@ def run(
         turns = mem.hot(conv)
         ring.fill(conv, turns, None)
         append_t = []
+        last = turns[-1]
+
+        def tail(n: int) -> tuple[list[Any], None]:
+            return [last], None
+
         for i in range(2_000):
             t = time.perf_counter()
-            ring.appended(conv, [turns[-1]], i, i + 1)
+            ring.appended(conv, i, i + 1, last.created_at, tail)
             append_t.append(time.perf_counter() - t)
         out.append(
             Figure(
