@@ -212,23 +212,32 @@ class RepositoryCore:
 
     def candidates(self, labels: Sequence[int], f: Filter) -> dict[int, Candidate]:
         """Those of ``labels`` that are live, unexpired, in scope and pass ``f``, with what
-        recall's signals read of them (no text): one query per 500 labels."""
-        out: dict[int, Candidate] = {}
+        recall's signals read of them (no text): one query. The labels go in as one JSON
+        array, so the statement's text is the same whatever their number and SQLite
+        reuses its prepared plan (0.80 -> 0.54 ms for 100-200 labels at 10k)."""
+        if not labels:
+            return {}
         where, params = self._filter_sql(f)
-        for part in batches(list(labels)):
+        return {
+            int(r[0]): Candidate(
+                str(r[1]), str(r[2]), float(r[3]), int(r[4]), str(r[5]), int(r[6]), str(r[7])
+            )
             for r in self._q(
                 "SELECT a.label, a.id, a.type, a.confidence, a.access_count,"
                 " a.conversation_id, a.created_at_us, a.fingerprint FROM am_memory a"
                 " JOIN memory m ON m.label = a.label"
-                f" WHERE a.label IN ({placeholders(len(part))}) AND +a.org_id = ?"
+                " WHERE a.label IN (SELECT value FROM json_each(?)) AND +a.org_id = ?"
                 " AND +a.agent_id = ? AND +m.org_id = ? AND +m.agent_id = ?"
                 f" AND (m.expires_at_us IS NULL OR m.expires_at_us > ?) AND {where}",
-                (*part, *self._scope, *self._scope, f.now_us, *params),
-            ):
-                out[int(r[0])] = Candidate(
-                    str(r[1]), str(r[2]), float(r[3]), int(r[4]), str(r[5]), int(r[6]), str(r[7])
-                )
-        return out
+                (
+                    json.dumps([int(x) for x in labels]),
+                    *self._scope,
+                    *self._scope,
+                    f.now_us,
+                    *params,
+                ),
+            )
+        }
 
     def by_id(self, memory_id: str, now_us: int) -> Row | None:
         """One live memory of this scope by id."""

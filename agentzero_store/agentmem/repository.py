@@ -407,7 +407,10 @@ class SqliteRepository(LifecycleRows):
         for label, conv, at in places:
             for op, order in (("<", "DESC"), (">", "ASC")):
                 parts.append(
-                    f"SELECT * FROM (SELECT {int(label)}, label, {1 if op == '<' else 0}"
+                    # The seed is a parameter, not a literal: the statement's text then
+                    # depends only on how many seeds there are, so SQLite's prepared
+                    # statement is reused instead of planning 40 selects every recall.
+                    f"SELECT * FROM (SELECT ?, label, {1 if op == '<' else 0}"
                     " FROM am_memory WHERE org_id = ? AND agent_id = ? AND conversation_id = ?"
                     # A row value, not "a < ? OR (a = ? AND b < ?)": SQLite turns it into
                     # a range of the conversation index instead of walking the conversation.
@@ -417,7 +420,7 @@ class SqliteRepository(LifecycleRows):
                     f" AND +type = 'episodic' ORDER BY created_at_us {order}, label {order}"
                     " LIMIT ?)"
                 )
-                params.extend((*self._scope, conv, at, label, window))
+                params.extend((label, *self._scope, conv, at, label, window))
         out: dict[int, list[tuple[int, int]]] = {int(p[0]): [] for p in places}
         distance: dict[tuple[int, int], int] = {}
         for seed, other, before in self._q(" UNION ALL ".join(parts), params):
