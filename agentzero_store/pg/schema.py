@@ -110,8 +110,11 @@ def fix_dimension(conn: Any, dim: int, model: str | None) -> int:
     Inside the caller's write transaction, under the schema lock: two clients storing
     their first vectors at once agree on one dimension (the second sees the first's).
     """
-    conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-    row = conn.execute("SELECT value FROM az_meta WHERE key = 'embedding_dim'").fetchone()
+    sql = "SELECT value FROM az_meta WHERE key = 'embedding_dim'"
+    row = conn.execute(sql).fetchone()
+    if row is None:  # only the first vectors ever take the lock: writers never queue on it
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        row = conn.execute(sql).fetchone()  # a client that held the lock may have set it
     if row is not None:
         return int(row[0])
     conn.execute(f"ALTER TABLE az_memory ALTER COLUMN embedding TYPE vector({int(dim)})")

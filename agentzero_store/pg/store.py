@@ -18,11 +18,9 @@ import contextlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, NoReturn
-
-import psycopg
-from psycopg import conninfo
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from ..base.config import StoreConfig
 from ..base.errors import (
@@ -47,6 +45,12 @@ from ..storage.keys import StoreKeys, new_header, unlock_header
 from . import recall, schema, write
 from .rows import COLUMNS, RowCodec
 
+if TYPE_CHECKING:
+    import psycopg
+
+# psycopg is imported where a connection is made, not with the package: it costs ~0.1-0.2 s,
+# which every ``import agentzero_store`` (the CLI's cold start) would pay for nothing.
+
 Clock = Callable[[], datetime]
 RecallMode = Literal["semantic", "keyword", "hybrid"]
 
@@ -57,6 +61,9 @@ def _utcnow() -> datetime:
 
 def redact(url: str) -> str:
     """``url`` without its password (for messages and reprs)."""
+    import psycopg
+    from psycopg import conninfo
+
     try:
         parts = conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError:
@@ -68,6 +75,8 @@ def redact(url: str) -> str:
 @contextlib.contextmanager
 def _translated(where: str) -> Iterator[None]:
     """PostgreSQL's errors as the store's typed ones (never raw ``psycopg`` errors)."""
+    import psycopg
+
     try:
         yield
     except AgentZeroStoreError:
@@ -119,7 +128,7 @@ class PgMemoryStore:
         *,
         passphrase: str | None = None,
         key: bytes | str | None = None,
-        key_file: str | None = None,
+        key_file: Path | str | None = None,
         embedder: Embedder | None = None,
         create: bool = True,
         config: StoreConfig | None = None,
@@ -143,6 +152,8 @@ class PgMemoryStore:
         cred = resolve_credential(
             passphrase=passphrase, key=key, key_file=key_file, prompt=prompt, confirm=False
         )
+        import psycopg
+
         where = redact(url)
         with _translated(where):
             conn = psycopg.connect(url, autocommit=True)
