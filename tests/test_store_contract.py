@@ -468,22 +468,30 @@ def test_pg_sqlite_only_internals_raise_a_typed_error(pg_url: str) -> None:
             assert info.value.hint
 
 
-def _race(writers: list[tuple[PgMemoryStore, MemoryEntry]]) -> list[str]:
-    """Append each entry through its own client at the same moment; each outcome."""
+def _race(
+    writers: list[tuple[PgMemoryStore, MemoryEntry]], vectors: list[Any] | None = None
+) -> list[str]:
+    """Append each entry (with its vector, if given) through its own client at the same
+    moment; each outcome ("ok", "dup" or "dim")."""
     import threading
 
     barrier = threading.Barrier(len(writers))
     outcome: list[str] = []
 
-    def write(s: PgMemoryStore, e: MemoryEntry) -> None:
+    def write(s: PgMemoryStore, e: MemoryEntry, v: Any) -> None:
         barrier.wait()
         try:
-            s.append(e)
+            s.append(e) if v is None else s.append_with_embedding(e, v)
             outcome.append("ok")
         except DuplicateIdError:
             outcome.append("dup")
+        except DimensionMismatchError:
+            outcome.append("dim")
 
-    threads = [threading.Thread(target=write, args=w) for w in writers]
+    vs = vectors or [None] * len(writers)
+    threads = [
+        threading.Thread(target=write, args=(*w, v)) for w, v in zip(writers, vs, strict=True)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -505,6 +513,27 @@ def test_pg_concurrent_writers_of_one_id_agree(pg_url: str) -> None:
             stored = a.get(eid)
             assert stored is not None and stored.content in texts
         assert a.count() == 4 and b.count() == 4
+    finally:
+        a.close()
+        b.close()
+
+
+def test_pg_concurrent_first_vectors_fix_one_dimension(pg_url: str) -> None:
+    """Two clients store the first vectors at once, of different dimensions: one fixes the
+    dimension (column type and HNSW index), the other is refused; nothing is half made."""
+    a = PgMemoryStore.open(pg_url, passphrase=PASSPHRASE, config=FAST)
+    b = PgMemoryStore.open(pg_url, passphrase=PASSPHRASE, config=FAST, create=False)
+    try:
+        got = _race(
+            [(a, MemoryEntry("sixteen", id="d16")), (b, MemoryEntry("eight", id="d8"))],
+            vectors=[vec(1), rand_vectors(1, 8, 1)[0]],
+        )
+        assert got == ["dim", "ok"]
+        _, dim = a.embedding_info()
+        winner, loser = ("d16", "d8") if dim == DIM else ("d8", "d16")
+        assert a.get(winner) is not None and a.get(loser) is None and a.count() == 1
+        assert b.embedding_info() == (None, dim)
+        assert len(b.semantic_recall(vec(1) if dim == DIM else rand_vectors(1, 8, 1)[0], 5)) == 1
     finally:
         a.close()
         b.close()
