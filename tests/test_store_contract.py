@@ -518,6 +518,42 @@ def test_pg_concurrent_writers_of_one_id_agree(pg_url: str) -> None:
         b.close()
 
 
+def _send(s: PgMemoryStore, batch: list[MemoryEntry], barrier: Any, errors: list[Any]) -> None:
+    barrier.wait()
+    try:
+        s.append_many(batch)
+    except BaseException as exc:  # reported by the caller
+        errors.append(exc)
+
+
+def test_pg_batches_taking_the_same_ids_in_opposite_orders_both_succeed(pg_url: str) -> None:
+    """Two clients re-send the same two memories in opposite orders at the same moment.
+    Each insert waits for the other's uncommitted row: PostgreSQL breaks that deadlock by
+    aborting one transaction, which the store runs again, so both calls succeed."""
+    import threading
+
+    a = PgMemoryStore.open(pg_url, passphrase=PASSPHRASE, config=FAST)
+    b = PgMemoryStore.open(pg_url, passphrase=PASSPHRASE, config=FAST, create=False)
+    try:
+        for round_ in range(15):
+            pair = [MemoryEntry(f"pair {round_} {n}", id=f"p{round_}-{n}") for n in "xy"]
+            barrier = threading.Barrier(2)
+            errors: list[BaseException] = []
+            threads = [
+                threading.Thread(target=_send, args=(a, pair, barrier, errors)),
+                threading.Thread(target=_send, args=(b, pair[::-1], barrier, errors)),
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert errors == []
+        assert a.count() == 30
+    finally:
+        a.close()
+        b.close()
+
+
 def test_pg_concurrent_first_vectors_fix_one_dimension(pg_url: str) -> None:
     """Two clients store the first vectors at once, of different dimensions: one fixes the
     dimension (column type and HNSW index), the other is refused; nothing is half made."""

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 from ..base.config import StoreConfig
 from ..base.errors import (
@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 # which every ``import agentzero_store`` (the CLI's cold start) would pay for nothing.
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
+WRITE_ATTEMPTS = 5  # a write transaction PostgreSQL aborted to break a deadlock is re-run
 RecallMode = Literal["semantic", "keyword", "hybrid"]
 
 
@@ -282,8 +284,7 @@ class PgMemoryStore:
         )
         if not batch.entries:
             return []
-        with self._tx() as c:
-            return write.insert(c, batch, self._codec, self._terms)
+        return self._write(lambda c: write.insert(c, batch, self._codec, self._terms))
 
     def delete(self, entry_id: str) -> bool:
         """Delete one entry and its terms. True if it existed."""
@@ -313,8 +314,24 @@ class PgMemoryStore:
         )
 
     def _delete_where(self, where: str, params: Sequence[Any]) -> int:
-        with self._tx() as c:
-            return write.delete_where(c, where, params)
+        return self._write(lambda c: write.delete_where(c, where, params))
+
+    def _write(self, body: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run ``body`` in one write transaction, again from the start if PostgreSQL broke
+        a deadlock by aborting it (two batches taking the same ids, or forgets of
+        overlapping scopes, in different orders): the whole transaction rolled back, so
+        running it again is safe, and an acknowledged write never depends on luck."""
+        from psycopg import errors
+
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                with self._tx() as c:
+                    return body(c)
+            except StoreIOError as exc:
+                aborted = errors.DeadlockDetected | errors.SerializationFailure
+                if not isinstance(exc.__cause__, aborted) or attempt == WRITE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
     # ----------------------------------------------------------------- reads
     def get(self, entry_id: str) -> MemoryEntry | None:
