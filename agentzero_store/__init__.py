@@ -39,6 +39,7 @@ from .base.errors import (
     StoreIOError,
     StoreNotFoundError,
     TamperedRecordError,
+    UnsupportedByBackendError,
     WrongKeyError,
 )
 from .base.version import __version__ as __version__
@@ -46,7 +47,9 @@ from .embed.local import LocalEmbedder
 from .embed.vectors import Embedder
 from .memory.records import MemoryEntry, MemoryHit
 from .memory.store import SqliteMemoryStore
+from .ops.backends import open_memory_store
 from .ops.rotate import resume_rotation
+from .pg import PgMemoryStore
 from .storage.credentials import Credential, generate_key_file
 from .storage.datadir import install_rotation_resumer
 
@@ -77,6 +80,7 @@ __all__ = [
     "MemoryHit",
     "NoEmbedderError",
     "NotFoundError",
+    "PgMemoryStore",
     "SchemaVersionError",
     "SidecarCorruptError",
     "Skill",
@@ -93,6 +97,8 @@ __all__ = [
     "TamperedRecordError",
     "TokenLimitedChat",
     "Turn",
+    "UnsupportedByBackendError",
     "WrongKeyError",
     "generate_key_file",
+    "open_memory_store",
 ]

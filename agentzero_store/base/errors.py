@@ -270,3 +270,16 @@ class AccessDeniedError(AgentZeroStoreError):
     code = "access_denied"
     exit_code = 3
     default_hint = "ask the namespace's owner to grant this agent access"
+
+
+class UnsupportedByBackendError(AgentZeroStoreError):
+    """This storage backend does not offer the operation (yet). Raised instead of doing
+    something else silently (an empty result, a no-op)."""
+
+    code = "unsupported_by_backend"
+    exit_code = 2
+    default_hint = (
+        "the PostgreSQL backend offers the memory store's public API (writes, reads, "
+        "recall, forget); for sidecar indexes, the change feed and shared transactions "
+        "use a data dir (SqliteMemoryStore)"
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..base.config import Layout
@@ -53,6 +54,13 @@ def read_header(layout: Layout) -> dict[str, Any]:
         raise CorruptStoreError("the key header is a directory, not a file", path=path) from exc
     except OSError as exc:
         raise StoreIOError(f"reading {path} failed: {exc.strerror or exc}") from exc
+    return parse_header(raw, path)
+
+
+def parse_header(raw: bytes, where: Path | str) -> dict[str, Any]:
+    """A key header from its JSON bytes, checked (see ``_check_slot``); ``where`` names
+    the file or table it came from in errors. Used for keys.json and for the same header
+    kept in a database table (the PostgreSQL backend's ``az_keys``)."""
     try:
         if len(raw) > KEY_HEADER_MAX_BYTES:
             raise ValueError(f"larger than {KEY_HEADER_MAX_BYTES:,} bytes")
@@ -63,7 +71,7 @@ def read_header(layout: Layout) -> dict[str, Any]:
         if fmt != KEYS_FORMAT:
             if isinstance(fmt, str) and fmt.startswith("agentzero-keys/"):
                 raise SchemaVersionError(
-                    f"{path} has format {fmt}, this version reads {KEYS_FORMAT}"
+                    f"{where} has format {fmt}, this version reads {KEYS_FORMAT}"
                 )
             raise ValueError(f"unknown format {fmt!r}")
         store_id = header["store_id"]
@@ -81,7 +89,7 @@ def read_header(layout: Layout) -> dict[str, Any]:
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise CorruptStoreError(
             f"the key header is unreadable: {exc}",
-            path=path,
+            path=where,
             hint="restore keys.json from a backup; without it the data cannot be decrypted",
         ) from exc
     return header
@@ -155,6 +163,7 @@ __all__ = [
     "KEYS_FORMAT",
     "NONCE_BYTES",
     "b64",
+    "parse_header",
     "read_header",
     "read_store_id",
     "slot_scrypt_problem",

@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from cryptography.exceptions import InvalidTag
@@ -176,30 +177,67 @@ def unlock_slot(
     ``allow_rotation``: return the (old) keys even when keys.json records an unfinished
     key rotation; only the rotation code itself and ``verify`` ask for that.
     """
-    header = read_header(layout)
+    return unlock_header(
+        read_header(layout),
+        cred,
+        where=str(layout.root),
+        path=layout.keys,
+        allow_rotation=allow_rotation,
+    )
+
+
+def unlock_header(
+    header: Mapping[str, Any],
+    cred: Credential,
+    *,
+    where: str,
+    path: Path | str,
+    allow_rotation: bool = False,
+) -> tuple[StoreKeys, str]:
+    """The keys a checked key header (``key_header.parse_header``) gives ``cred``, and
+    the id of the slot that opened; ``WrongKeyError`` if no slot accepts it. Pure: it
+    reads and writes nothing, so a data dir's keys.json and a database's key table
+    (``where`` names the store, ``path`` the header, in errors) unlock the same way.
+    """
     store_id = header["store_id"]
     kinds = sorted({s.get("kind") for s in header["slots"]})
     for slot in header["slots"]:
         try:
             got = _unwrap(store_id, slot, cred)
         except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptStoreError(
-                f"key slot {slot.get('id')!r} is malformed", path=layout.keys
-            ) from exc
+            raise CorruptStoreError(f"key slot {slot.get('id')!r} is malformed", path=path) from exc
         if got is None:
             continue
         master, acks_required = got
         if header.get("rotation") is not None and not allow_rotation:
             # The data files may be under the old key, the new one, or a mix: only the
             # rotation code knows how to finish, so a plain open must not guess.
-            raise RotationInProgressError(f"a key rotation of {layout.root} was interrupted")
+            raise RotationInProgressError(f"a key rotation of {where} was interrupted")
         keys = StoreKeys(store_id=store_id, master=master, acks_required=acks_required)
         return keys, str(slot["id"])
     if cred.kind not in kinds:
         raise WrongKeyError(
             f"this store opens with a {' or '.join(str(k) for k in kinds)}, not a {cred.kind}",
         )
-    raise WrongKeyError(f"the {cred.kind} does not open the store in {layout.root}")
+    raise WrongKeyError(f"the {cred.kind} does not open the store in {where}")
+
+
+def new_header(
+    cred: Credential, *, kdf: KdfParams, store_id: str | None = None
+) -> tuple[StoreKeys, dict[str, Any]]:
+    """A fresh master key and store id, and the key header (format of keys.json) whose
+    ``primary`` slot ``cred`` opens. Writes nothing: the caller stores the header (a file,
+    or a database table) before any data is written under the keys."""
+    master = secrets.token_bytes(KEY_BYTES)
+    store_id = store_id or secrets.token_hex(16)
+    keys = StoreKeys(store_id=store_id, master=master, acks_required=True)
+    header = {
+        "format": KEYS_FORMAT,
+        "store_id": store_id,
+        "created_at": datetime.now(UTC).isoformat(),
+        "slots": [_new_slot("primary", cred, master, store_id, kdf)],
+    }
+    return keys, header
 
 
 def unlock(layout: Layout, cred: Credential) -> StoreKeys:
@@ -284,9 +322,11 @@ def rewrap(
 __all__ = [
     "StoreKeys",
     "create_keys",
+    "new_header",
     "new_slot",
     "rewrap",
     "unlock",
+    "unlock_header",
     "unlock_slot",
     "unwrap_slot",
 ]

@@ -1,0 +1,162 @@
+"""Recall on PostgreSQL: semantic (pgvector HNSW), keyword (BM25 in SQL over blinded
+terms) and hybrid (both, fused with RRF), always scoped and unexpired in the WHERE clause.
+
+Semantic recall filters the scope inside the index scan: with
+``hnsw.iterative_scan = relaxed_order`` (pgvector >= 0.8) the HNSW scan keeps going until
+``k`` rows pass the filter, so a tenant holding 2% of the rows still gets ``k`` results.
+Relaxed order may return them slightly out of order: they are re-sorted here.
+
+Keyword recall scores BM25 (k1 = 1.2, b = 0.75) in one SQL statement over the scope's
+live rows: document frequencies, the row count and the average length all come from the
+rows the caller may see, so another tenant's rows never change a score. The terms are
+keyed hashes (``sidecar.bm25_terms.BlindTerms``): the server ranks without a word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..base.ranking import rrf_fuse
+from ..memory.records import MemoryEntry, MemoryHit, Scope
+from ..memory.rows import SCOPE_FIELDS
+from .rows import COLUMNS, RowCodec
+
+K1, B = 1.2, 0.75
+
+
+def scope_where(scope: Scope, now_us: int | None, alias: str = "") -> tuple[str, list[Any]]:
+    """SQL condition (``%s`` placeholders) for the scope and, with ``now_us``, expiry."""
+    clauses, params = [], []
+    for name in SCOPE_FIELDS:
+        value = getattr(scope, name)
+        if value is not None:
+            clauses.append(f"{alias}{name} = %s")
+            params.append(value)
+    if now_us is not None:
+        clauses.append(f"({alias}expires_at_us IS NULL OR {alias}expires_at_us > %s)")
+        params.append(now_us)
+    return (" AND ".join(clauses) or "TRUE"), params
+
+
+def semantic_scored(
+    c: Any, q_text: str, k: int, scope: Scope, now_us: int, ef_search: int
+) -> list[tuple[int, float]]:
+    """The ``k`` best (label, cosine similarity) in scope, best first. Runs inside the
+    caller's transaction (the ``SET LOCAL``s end with it)."""
+    where, params = scope_where(scope, now_us)
+    c.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    c.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+    rows = c.execute(
+        "SELECT label, embedding <=> %s::vector AS d FROM az_memory"
+        f" WHERE embedding IS NOT NULL AND {where} ORDER BY d LIMIT %s",
+        (q_text, *params, k),
+    ).fetchall()
+    # relaxed_order: re-sort the k rows (ties on the label, so the order is deterministic).
+    return [(int(lab), 1.0 - float(d)) for lab, d in sorted(rows, key=lambda r: (r[1], r[0]))]
+
+
+def keyword_scored(
+    c: Any, terms: Sequence[str], k: int, scope: Scope, now_us: int
+) -> list[tuple[int, float]]:
+    """The ``k`` best (label, BM25 score) in scope, best first (no terms: none)."""
+    wanted = sorted(set(terms))
+    if not wanted:
+        return []
+    where, params = scope_where(scope, now_us)
+    rows = c.execute(
+        f"""
+        WITH live AS (SELECT label, doc_len FROM az_memory WHERE {where}),
+        stats AS (SELECT count(*)::float8 AS n, greatest(avg(doc_len), 1)::float8 AS avgdl
+                  FROM live),
+        hits AS (SELECT t.label, t.term, t.tf, l.doc_len FROM az_terms t
+                 JOIN live l ON l.label = t.label WHERE t.term = ANY(%s::text[])),
+        df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term)
+        SELECT h.label, sum(
+            ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
+            * h.tf * ({K1} + 1) / (h.tf + {K1} * (1 - {B} + {B} * h.doc_len / s.avgdl))
+        ) AS score
+        FROM hits h JOIN df ON df.term = h.term CROSS JOIN stats s
+        GROUP BY h.label ORDER BY score DESC, h.label LIMIT %s
+        """,
+        (*params, wanted, k),
+    ).fetchall()
+    return [(int(lab), float(score)) for lab, score in rows]
+
+
+def read_rows(
+    c: Any, labels: Sequence[int], scope: Scope, now_us: int, codec: RowCodec
+) -> dict[int, MemoryEntry]:
+    """The entries of ``labels`` that are live, unexpired and in scope, by label."""
+    if not labels:
+        return {}
+    where, params = scope_where(scope, now_us)
+    rows = c.execute(
+        f"SELECT {COLUMNS} FROM az_memory WHERE label = ANY(%s::bigint[]) AND {where}",
+        (list(labels), *params),
+    ).fetchall()
+    return {int(r[0]): codec.open(r) for r in rows}
+
+
+def hits(
+    c: Any,
+    scored: Sequence[tuple[int, float]],
+    signal: str,
+    scope: Scope,
+    now_us: int,
+    codec: RowCodec,
+) -> list[MemoryHit]:
+    """Hits for ``(label, score)`` in order, re-read under scope and expiry."""
+    rows = read_rows(c, [lab for lab, _ in scored], scope, now_us, codec)
+    kept = [(lab, s) for lab, s in scored if lab in rows]
+    return [
+        MemoryHit(str(rows[lab].id), rows[lab], s, {signal: rank})
+        for rank, (lab, s) in enumerate(kept, 1)
+    ]
+
+
+def fuse(
+    c: Any,
+    sem: Sequence[tuple[int, float]],
+    kw: Sequence[tuple[int, float]],
+    scope: Scope,
+    now_us: int,
+    codec: RowCodec,
+    *,
+    limit: int,
+    rrf_k: int,
+    weights: dict[str, float],
+) -> list[MemoryHit]:
+    """Semantic and keyword candidates fused with weighted RRF, deduplicated on the keyed
+    fingerprint; only the final ``limit`` rows are read and opened."""
+    labels = sorted({lab for lab, _ in (*sem, *kw)})
+    fps: dict[int, bytes] = {}
+    if labels:
+        where, params = scope_where(scope, now_us)
+        fps = {
+            int(lab): bytes(fp)
+            for lab, fp in c.execute(
+                f"SELECT label, fingerprint FROM az_memory WHERE label = ANY(%s::bigint[])"
+                f" AND {where}",
+                (labels, *params),
+            )
+        }
+    fused = rrf_fuse(
+        {
+            "semantic": [lab for lab, _ in sem if lab in fps],
+            "keyword": [lab for lab, _ in kw if lab in fps],
+        },
+        k=rrf_k,
+        limit=limit,
+        fingerprint=fps.__getitem__,
+        weights=weights,
+    )
+    rows = read_rows(c, [f.key for f in fused], scope, now_us, codec)
+    return [
+        MemoryHit(str(rows[f.key].id), rows[f.key], f.score, f.ranks)
+        for f in fused
+        if f.key in rows
+    ]
+
+
+__all__ = ["fuse", "hits", "keyword_scored", "read_rows", "scope_where", "semantic_scored"]

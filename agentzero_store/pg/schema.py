@@ -1,0 +1,143 @@
+"""The PostgreSQL schema of a memory store, its key table, and opening a database.
+
+Tables (all prefixed ``az_``, so a store can share a database with other data):
+
+- ``az_keys``: one row, the key header in the format of a data dir's keys.json (wrapped
+  master key, salts, KDF parameters; no secret in the clear);
+- ``az_meta``: store id, schema version, embedding model and dimension;
+- ``az_memory``: one row per memory. Scope ids and times are in the clear (the server
+  filters on them); everything else the entry holds is one AES-256-GCM blob
+  (``rows.seal``); ``fingerprint`` is a keyed hash; ``embedding`` is a pgvector column
+  typed ``vector(dim)`` once the first vector fixes the dimension, with an HNSW cosine
+  index;
+- ``az_terms``: the blinded keyword terms of each memory (keyed hashes of stemmed
+  terms, ``sidecar.bm25_terms``) and their frequencies, for BM25 computed in SQL.
+
+Creating a store and fixing the vector dimension run under a transaction-scoped advisory
+lock, so concurrent clients never race each other into two key headers or two
+dimensions. Everything else relies on transactions and constraints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base.errors import CorruptStoreError, SchemaVersionError
+
+SCHEMA_VERSION = 1
+
+# pg_advisory_xact_lock key of schema changes (create, fix the dimension): "az-schema".
+SCHEMA_LOCK = 0x617A_2D73_6368_656D
+
+CREATE: tuple[str, ...] = (
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    "CREATE TABLE az_keys (one int PRIMARY KEY CHECK (one = 1), header text NOT NULL)",
+    "CREATE TABLE az_meta (key text PRIMARY KEY, value text NOT NULL)",
+    """CREATE TABLE az_memory (
+        label           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id              text NOT NULL UNIQUE,
+        org_id          text NOT NULL,
+        agent_id        text NOT NULL,
+        conversation_id text NOT NULL,
+        created_at_us   bigint NOT NULL,
+        expires_at_us   bigint,
+        fingerprint     bytea NOT NULL,
+        doc_len         integer NOT NULL CHECK (doc_len >= 0),
+        sealed          bytea NOT NULL,
+        embedding       vector
+    )""",
+    "CREATE INDEX az_memory_scope ON az_memory (org_id, agent_id, conversation_id, created_at_us)",
+    "CREATE INDEX az_memory_expiry ON az_memory (expires_at_us) WHERE expires_at_us IS NOT NULL",
+    """CREATE TABLE az_terms (
+        term  text NOT NULL,
+        label bigint NOT NULL REFERENCES az_memory (label) ON DELETE CASCADE,
+        tf    integer NOT NULL CHECK (tf > 0),
+        PRIMARY KEY (term, label)
+    )""",
+    "CREATE INDEX az_terms_label ON az_terms (label)",
+)
+
+
+def exists(conn: Any) -> bool:
+    """Whether the database holds a memory store (its key table)."""
+    row = conn.execute("SELECT to_regclass('az_keys') IS NOT NULL").fetchone()
+    return bool(row[0])
+
+
+def create(conn: Any, header_json: str, store_id: str) -> None:
+    """Create every table and store the key header, inside the caller's transaction."""
+    for stmt in CREATE:
+        conn.execute(stmt)
+    conn.execute("INSERT INTO az_keys (one, header) VALUES (1, %s)", (header_json,))
+    conn.execute(
+        "INSERT INTO az_meta (key, value) VALUES ('store_id', %s), ('schema_version', %s)",
+        (store_id, str(SCHEMA_VERSION)),
+    )
+
+
+def read_header(conn: Any) -> bytes:
+    """The key header's JSON bytes (checked by ``key_header.parse_header``)."""
+    row = conn.execute("SELECT header FROM az_keys WHERE one = 1").fetchone()
+    if row is None:
+        raise CorruptStoreError("the az_keys table holds no key header", path="az_keys")
+    return str(row[0]).encode("utf-8")
+
+
+def check(conn: Any, store_id: str) -> None:
+    """Refuse a schema from a newer version, or data of another store."""
+    meta = get_meta(conn)
+    version = int(meta.get("schema_version", "0"))
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"the database has memory schema {version}; this version supports "
+            f"up to {SCHEMA_VERSION}"
+        )
+    if version < 1:
+        raise CorruptStoreError("az_meta holds no schema version", path="az_meta")
+    if meta.get("store_id") != store_id:
+        raise CorruptStoreError("az_memory belongs to another store", path="az_meta")
+
+
+def get_meta(conn: Any) -> dict[str, str]:
+    """Every ``az_meta`` entry."""
+    return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM az_meta")}
+
+
+def fix_dimension(conn: Any, dim: int, model: str | None) -> int:
+    """The store's vector dimension: ``dim`` if none is set yet (the column is typed
+    ``vector(dim)`` and its HNSW cosine index built), else the one already set.
+
+    Inside the caller's write transaction, under the schema lock: two clients storing
+    their first vectors at once agree on one dimension (the second sees the first's).
+    """
+    sql = "SELECT value FROM az_meta WHERE key = 'embedding_dim'"
+    row = conn.execute(sql).fetchone()
+    if row is None:  # only the first vectors ever take the lock: writers never queue on it
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        row = conn.execute(sql).fetchone()  # a client that held the lock may have set it
+    if row is not None:
+        return int(row[0])
+    conn.execute(f"ALTER TABLE az_memory ALTER COLUMN embedding TYPE vector({int(dim)})")
+    conn.execute(
+        "CREATE INDEX az_memory_embedding ON az_memory USING hnsw (embedding vector_cosine_ops)"
+    )
+    conn.execute("INSERT INTO az_meta (key, value) VALUES ('embedding_dim', %s)", (str(dim),))
+    if model:
+        conn.execute(
+            "INSERT INTO az_meta (key, value) VALUES ('embedding_model', %s)"
+            " ON CONFLICT (key) DO NOTHING",
+            (model,),
+        )
+    return dim
+
+
+__all__ = [
+    "SCHEMA_LOCK",
+    "SCHEMA_VERSION",
+    "check",
+    "create",
+    "exists",
+    "fix_dimension",
+    "get_meta",
+    "read_header",
+]

@@ -1,0 +1,574 @@
+"""``PgMemoryStore``: the memory store's public API on PostgreSQL + pgvector.
+
+The server never sees the text: content and metadata are sealed on the client
+(``rows``), keyword search runs over keyed hashes of stemmed terms, and the key header
+lives in a table (``az_keys``) in the format of a data dir's keys.json, unwrapped by the
+same code (``storage.keys``). What the server does see: vectors, scope ids, times, and
+term-hash statistics.
+
+Many clients may write at once: there is no file lock; transactions and constraints keep
+the invariants (see ``write``). What the SQLite store offers beyond the public API (its
+HNSW sidecar, change feed, shared write transactions) raises
+``UnsupportedByBackendError`` here, never a silent no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
+
+from ..base.config import StoreConfig
+from ..base.errors import (
+    AgentZeroStoreError,
+    EmbedderMismatchError,
+    InvalidArgumentError,
+    NoEmbedderError,
+    StoreClosedError,
+    StoreIOError,
+    StoreNotFoundError,
+    UnsupportedByBackendError,
+    WrongKeyError,
+)
+from ..base.limits import check_text
+from ..embed.vectors import Embedder, Vector
+from ..memory.records import MemoryEntry, MemoryHit, Scope, to_us
+from ..memory.rows import positive
+from ..sidecar.bm25_terms import BlindTerms
+from ..storage.credentials import resolve_credential
+from ..storage.key_header import parse_header
+from ..storage.keys import StoreKeys, new_header, unlock_header
+from . import recall, schema, write
+from .rows import COLUMNS, RowCodec
+
+if TYPE_CHECKING:
+    import psycopg
+
+# psycopg is imported where a connection is made, not with the package: it costs ~0.1-0.2 s,
+# which every ``import agentzero_store`` (the CLI's cold start) would pay for nothing.
+
+Clock = Callable[[], datetime]
+T = TypeVar("T")
+WRITE_ATTEMPTS = 5  # a write transaction PostgreSQL aborted to break a deadlock is re-run
+RecallMode = Literal["semantic", "keyword", "hybrid"]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (for messages and reprs)."""
+    import psycopg
+    from psycopg import conninfo
+
+    try:
+        parts = conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "postgresql://<unparsable url>"
+    host, port, db = parts.get("host", ""), parts.get("port", ""), parts.get("dbname", "")
+    return f"postgresql://{host}{':' + str(port) if port else ''}/{db}"
+
+
+@contextlib.contextmanager
+def _translated(where: str) -> Iterator[None]:
+    """PostgreSQL's errors as the store's typed ones (never raw ``psycopg`` errors)."""
+    import psycopg
+
+    try:
+        yield
+    except AgentZeroStoreError:
+        raise
+    except psycopg.OperationalError as exc:
+        raise StoreIOError(
+            f"PostgreSQL at {where} failed: {str(exc).strip().splitlines()[0]}",
+            hint="check that the server is running and reachable, and the URL",
+        ) from exc
+    except psycopg.Error as exc:
+        raise StoreIOError(
+            f"PostgreSQL at {where} refused an operation: {type(exc).__name__}: "
+            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        ) from exc
+
+
+class PgMemoryStore:
+    """Encrypted conversation memory in PostgreSQL, with semantic, keyword and hybrid
+    recall: the same public API as ``SqliteMemoryStore``."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        keys: StoreKeys,
+        url: str,
+        *,
+        embedder: Embedder | None,
+        config: StoreConfig,
+        clock: Clock,
+    ) -> None:
+        self._conn = conn
+        self._keys = keys
+        self.url = redact(url)
+        self.embedder = embedder
+        self.config = config
+        self._clock = clock
+        self._closed = False
+        self._codec = RowCodec(keys)
+        self._terms = BlindTerms(keys.subkey("pg-bm25-terms"))
+        self._dim: int | None = None
+
+    def __repr__(self) -> str:
+        return f"PgMemoryStore({self.url!r})"
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        passphrase: str | None = None,
+        key: bytes | str | None = None,
+        key_file: Path | str | None = None,
+        embedder: Embedder | None = None,
+        create: bool = True,
+        config: StoreConfig | None = None,
+        clock: Clock | None = None,
+        prompt: bool | None = None,
+        hnsw: bool | None = None,
+    ) -> PgMemoryStore:
+        """Open (or create) the memory store in the PostgreSQL database at ``url``.
+
+        The credential is checked against the key header in ``az_keys`` before anything
+        is written: a wrong one raises ``WrongKeyError`` and no row changes. The database
+        must exist and allow ``CREATE EXTENSION vector`` (pgvector >= 0.8) on create.
+        ``hnsw``: pgvector's HNSW index always serves semantic recall; False (no index)
+        is not supported.
+        """
+        if hnsw is False:
+            raise UnsupportedByBackendError(
+                "the PostgreSQL backend always uses pgvector's HNSW index (hnsw=False)"
+            )
+        config = config or StoreConfig()
+        cred = resolve_credential(
+            passphrase=passphrase, key=key, key_file=key_file, prompt=prompt, confirm=False
+        )
+        import psycopg
+
+        where = redact(url)
+        with _translated(where):
+            conn = psycopg.connect(url, autocommit=True)
+        try:
+            with _translated(where):
+                keys = cls._unlock_or_create(conn, cred, where, create, config)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, keys, url, embedder=embedder, config=config, clock=clock or _utcnow)
+
+    @staticmethod
+    def _unlock_or_create(
+        conn: psycopg.Connection[Any], cred: Any, where: str, create: bool, config: StoreConfig
+    ) -> StoreKeys:
+        if not schema.exists(conn):
+            if not create:
+                raise StoreNotFoundError(
+                    f"no memory store in {where}",
+                    hint="open it with create=True, or check the URL",
+                )
+            with conn.transaction():
+                # Two clients creating at once: the second waits here, then unlocks the
+                # first one's header instead of writing its own.
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.SCHEMA_LOCK,))
+                if not schema.exists(conn):
+                    keys, header = new_header(cred, kdf=config.kdf)
+                    schema.create(conn, json.dumps(header, sort_keys=True), keys.store_id)
+                    return keys
+        # Read only until the credential fits: a wrong one changes no row.
+        header = parse_header(schema.read_header(conn), "az_keys")
+        try:
+            keys, _slot = unlock_header(header, cred, where=where, path="az_keys")
+        except WrongKeyError as exc:
+            raise WrongKeyError(
+                exc.message,
+                hint="check the passphrase or key; no row in the database was changed",
+            ) from None
+        schema.check(conn, keys.store_id)
+        return keys
+
+    # ----------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        """Close the connection. Further calls raise ``StoreClosedError``."""
+        if not self._closed:
+            self._closed = True
+            self._conn.close()
+
+    def __enter__(self) -> PgMemoryStore:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _live(self) -> psycopg.Connection[Any]:
+        if self._closed:
+            raise StoreClosedError("the memory store is closed")
+        return self._conn
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction, with PostgreSQL's errors translated."""
+        conn = self._live()
+        with _translated(self.url), conn.transaction():
+            yield conn
+
+    @property
+    def store_id(self) -> str:
+        """Random id of this store (from the key header)."""
+        return self._keys.store_id
+
+    @property
+    def keys(self) -> StoreKeys:
+        """The unlocked keys."""
+        return self._keys
+
+    def embedding_info(self) -> tuple[str | None, int | None]:
+        """(model id, dimension) of the vectors stored so far, or (None, None)."""
+        with self._tx() as c:
+            meta = schema.get_meta(c)
+        dim = meta.get("embedding_dim")
+        return meta.get("embedding_model"), int(dim) if dim else None
+
+    def _vector_dim(self) -> int | None:
+        if self._dim is None:  # never changes once set
+            self._dim = self.embedding_info()[1]
+        return self._dim
+
+    def _check_embedder(self) -> str:
+        if self.embedder is None:
+            raise NoEmbedderError("this call needs an embedder and the store has none")
+        model, dim = self.embedding_info()
+        e = self.embedder
+        if (model and model != e.model_id) or (dim and dim != e.dimension):
+            raise EmbedderMismatchError(
+                f"this store's vectors were built with {model} ({dim}-d); "
+                f"the configured embedder is {e.model_id} ({e.dimension}-d)",
+                hint=f"open the store with {model}",
+            )
+        return e.model_id
+
+    # ----------------------------------------------------------------- writes
+    def append(self, entry: MemoryEntry) -> str:
+        """Store ``entry`` (embedding it if the store has an embedder); returns its id.
+        Durable when it returns (the transaction committed)."""
+        return self.append_many([entry])[0]
+
+    def append_with_embedding(self, entry: MemoryEntry, vector: Any) -> str:
+        """Store ``entry`` with a caller-computed vector; returns its id."""
+        return self.append_many([entry], vectors=[vector])[0]
+
+    def append_many(
+        self, entries: Sequence[MemoryEntry], vectors: Sequence[Any] | None = None
+    ) -> list[str]:
+        """Store many entries in one transaction (all or none); returns their ids.
+
+        A re-send of a stored memory with its id writes nothing and succeeds; any other
+        reuse of an id raises ``DuplicateIdError`` and writes nothing of the batch.
+        """
+        self._live()
+        model = self._check_embedder() if vectors is None and self.embedder else None
+        batch = write.prepare(
+            entries, vectors, embedder=self.embedder, model_id=model, now=self._clock()
+        )
+        if not batch.entries:
+            return []
+        return self._write(lambda c: write.insert(c, batch, self._codec, self._terms))
+
+    def delete(self, entry_id: str) -> bool:
+        """Delete one entry and its terms. True if it existed."""
+        return self._delete_where("id = %s", (check_text("id", entry_id),)) > 0
+
+    def forget(
+        self,
+        *,
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> int:
+        """Delete every entry in a scope (one transaction); at least one field is required."""
+        scope = Scope(org_id, agent_id, conversation_id)
+        if scope.is_empty():
+            raise InvalidArgumentError(
+                "forget needs org_id, agent_id or conversation_id",
+                hint="to erase everything, drop the database",
+            )
+        where, params = recall.scope_where(scope, now_us=None)
+        return self._delete_where(where, params)
+
+    def gc_expired(self) -> int:
+        """Delete entries whose expiry has passed; returns how many."""
+        return self._delete_where(
+            "expires_at_us IS NOT NULL AND expires_at_us <= %s", (self._now_us(),)
+        )
+
+    def _delete_where(self, where: str, params: Sequence[Any]) -> int:
+        return self._write(lambda c: write.delete_where(c, where, params))
+
+    def _write(self, body: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run ``body`` in one write transaction, again from the start if PostgreSQL broke
+        a deadlock by aborting it (two batches taking the same ids, or forgets of
+        overlapping scopes, in different orders): the whole transaction rolled back, so
+        running it again is safe, and an acknowledged write never depends on luck."""
+        from psycopg import errors
+
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                with self._tx() as c:
+                    return body(c)
+            except StoreIOError as exc:
+                aborted = errors.DeadlockDetected | errors.SerializationFailure
+                if not isinstance(exc.__cause__, aborted) or attempt == WRITE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    # ----------------------------------------------------------------- reads
+    def get(self, entry_id: str) -> MemoryEntry | None:
+        """The live entry with this id, or None (also for deleted or expired entries)."""
+        with self._tx() as c:
+            row = c.execute(
+                f"SELECT {COLUMNS} FROM az_memory WHERE id = %s"
+                " AND (expires_at_us IS NULL OR expires_at_us > %s)",
+                (check_text("id", entry_id), self._now_us()),
+            ).fetchone()
+        return self._codec.open(row) if row is not None else None
+
+    def recent(
+        self,
+        limit: int = 20,
+        *,
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[MemoryEntry]:
+        """The newest live entries in a scope, newest first."""
+        where, params = recall.scope_where(Scope(org_id, agent_id, conversation_id), self._now_us())
+        with self._tx() as c:
+            rows = c.execute(
+                f"SELECT {COLUMNS} FROM az_memory WHERE {where}"
+                " ORDER BY created_at_us DESC, label DESC LIMIT %s",
+                (*params, positive(limit)),
+            ).fetchall()
+        return [self._codec.open(r) for r in rows]
+
+    def count(
+        self,
+        *,
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> int:
+        """Number of live entries in a scope."""
+        where, params = recall.scope_where(Scope(org_id, agent_id, conversation_id), self._now_us())
+        with self._tx() as c:
+            row = c.execute(f"SELECT count(*) FROM az_memory WHERE {where}", params).fetchone()
+        return int(row[0]) if row is not None else 0
+
+    def _query_vector(self, query_vector: Any) -> str | None:
+        dim = self._vector_dim()
+        return None if dim is None else write.vector_text(query_vector, dim)
+
+    def _ef_search(self, k: int) -> int:
+        return max(4 * k, self.config.hnsw_ef_search_min, 40)
+
+    def semantic_recall(
+        self,
+        query_vector: Any,
+        k: int = 5,
+        *,
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[MemoryHit]:
+        """The ``k`` live entries in scope most similar (cosine) to ``query_vector``."""
+        k = positive(k)
+        scope = Scope(org_id, agent_id, conversation_id)
+        q = self._query_vector(query_vector)
+        if q is None:
+            return []  # no vector stored yet
+        now = self._now_us()
+        with self._tx() as c:
+            scored = recall.semantic_scored(c, q, k, scope, now, self._ef_search(k))
+            return recall.hits(c, scored, "semantic", scope, now, self._codec)
+
+    def keyword_recall(
+        self,
+        query_text: str,
+        k: int = 5,
+        *,
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[MemoryHit]:
+        """BM25 keyword recall over blinded terms, computed by the server, scoped."""
+        k = positive(k)
+        terms = self._terms.terms(check_text("query text", query_text))
+        scope = Scope(org_id, agent_id, conversation_id)
+        now = self._now_us()
+        with self._tx() as c:
+            scored = recall.keyword_scored(c, terms, k, scope, now)
+            return recall.hits(c, scored, "keyword", scope, now, self._codec)
+
+    def hybrid_recall(
+        self,
+        query_text: str,
+        query_vector: Any = None,
+        limit: int = 5,
+        *,
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[MemoryHit]:
+        """Semantic and keyword recall fused with weighted Reciprocal Rank Fusion (the
+        weights and constant of ``StoreConfig``, as ``SqliteMemoryStore.hybrid_recall``).
+        Without ``query_vector`` the store's embedder embeds ``query_text``."""
+        limit = positive(limit)
+        check_text("query text", query_text)
+        scope = Scope(org_id, agent_id, conversation_id)
+        if query_vector is None:
+            query_vector = self.embed_query(query_text)
+        q = self._query_vector(query_vector)
+        candidates = limit * self.config.hybrid_candidates_factor
+        terms = self._terms.terms(query_text)
+        now = self._now_us()
+        with self._tx() as c:
+            sem = (
+                recall.semantic_scored(c, q, candidates, scope, now, self._ef_search(candidates))
+                if q is not None
+                else []
+            )
+            kw = recall.keyword_scored(c, terms, candidates, scope, now)
+            return recall.fuse(
+                c,
+                sem,
+                kw,
+                scope,
+                now,
+                self._codec,
+                limit=limit,
+                rrf_k=self.config.recall_seed_k,
+                weights={
+                    "semantic": self.config.weight_semantic,
+                    "keyword": self.config.weight_keyword,
+                },
+            )
+
+    def recall(
+        self,
+        query_text: str,
+        limit: int = 5,
+        *,
+        mode: RecallMode = "semantic",
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[MemoryHit]:
+        """Text-only recall in any mode (semantic and hybrid use the store's embedder)."""
+        scope = dict(org_id=org_id, agent_id=agent_id, conversation_id=conversation_id)
+        if mode == "keyword":
+            return self.keyword_recall(query_text, limit, **scope)
+        if mode == "hybrid":
+            return self.hybrid_recall(query_text, None, limit, **scope)
+        if mode == "semantic":
+            return self.semantic_recall(self.embed_query(query_text), limit, **scope)
+        raise InvalidArgumentError(f"mode must be semantic, keyword or hybrid; got {mode!r}")
+
+    def embed_query(self, text: str) -> Vector:
+        """Embed one query text with the store's embedder."""
+        self._live()
+        self._check_embedder()
+        assert self.embedder is not None
+        vector: Vector = self.embedder.embed([check_text("query text", text)])[0]
+        return vector
+
+    def _now_us(self) -> int:
+        return to_us(self._clock())
+
+    # ------------------------------------------- SQLite-only parts of the API
+    @staticmethod
+    def _unsupported(what: str) -> NoReturn:
+        raise UnsupportedByBackendError(
+            f"the PostgreSQL backend does not support {what} yet",
+        )
+
+    @property
+    def data_dir(self) -> NoReturn:
+        """A PostgreSQL store has no data dir (see ``url``)."""
+        self._unsupported("data_dir (it has a database URL: .url)")
+
+    @property
+    def database(self) -> NoReturn:
+        """SQLite only: the ``memory.db`` connection."""
+        self._unsupported("database (a memory.db connection)")
+
+    @property
+    def feed(self) -> NoReturn:
+        """SQLite only: the change feed of the sidecars."""
+        self._unsupported("the change feed")
+
+    @property
+    def hnsw_index(self) -> NoReturn:
+        """SQLite only: the HNSW sidecar (PostgreSQL uses pgvector's own index)."""
+        self._unsupported("the HNSW sidecar (pgvector's index serves semantic recall)")
+
+    def enable_hnsw_index(self, *args: Any, **kw: Any) -> NoReturn:
+        """SQLite only (pgvector's HNSW index is always on)."""
+        self._unsupported("enable_hnsw_index (pgvector's HNSW index is always on)")
+
+    def index_status(self) -> NoReturn:
+        """SQLite only: status of the sidecars."""
+        self._unsupported("index_status (there are no sidecars)")
+
+    def rebuild_index(self, *args: Any, **kw: Any) -> NoReturn:
+        """SQLite only: rebuild a sidecar."""
+        self._unsupported("rebuild_index (there are no sidecars; REINDEX in PostgreSQL)")
+
+    def purge_index(self) -> NoReturn:
+        """SQLite only: drop deleted rows from the HNSW sidecar."""
+        self._unsupported("purge_index (there are no sidecars)")
+
+    def deferred_index_checkpoints(self) -> NoReturn:
+        """SQLite only: defer sidecar checkpoints."""
+        self._unsupported("deferred_index_checkpoints (there are no sidecars)")
+
+    def prepare(self, *args: Any, **kw: Any) -> NoReturn:
+        """SQLite only: entries made ready for a shared write transaction."""
+        self._unsupported("prepare / transaction (shared write transactions)")
+
+    def transaction(self) -> NoReturn:
+        """SQLite only: one write transaction shared with a layer's own tables."""
+        self._unsupported("transaction (shared write transactions)")
+
+    def source_seq(self) -> NoReturn:
+        """SQLite only: the change feed's newest seq."""
+        self._unsupported("source_seq (the change feed)")
+
+    def changes_since(self, *args: Any, **kw: Any) -> NoReturn:
+        """SQLite only: the change feed."""
+        self._unsupported("changes_since (the change feed)")
+
+    def vector_count(self) -> NoReturn:
+        """SQLite only: rows for the HNSW sidecar."""
+        self._unsupported("vector_count (the change feed)")
+
+    def vectors_after(self, *args: Any, **kw: Any) -> NoReturn:
+        """SQLite only: vectors for the HNSW sidecar."""
+        self._unsupported("vectors_after (the change feed)")
+
+    def iter_vectors(self, *args: Any, **kw: Any) -> NoReturn:
+        """SQLite only: vectors for the HNSW sidecar."""
+        self._unsupported("iter_vectors (the change feed)")
+
+
+__all__ = ["Clock", "PgMemoryStore", "RecallMode", "redact"]

