@@ -223,11 +223,19 @@ def unlock_header(
 
 
 def new_header(
-    cred: Credential, *, kdf: KdfParams, store_id: str | None = None
+    cred: Credential | None,
+    *,
+    kdf: KdfParams,
+    store_id: str | None = None,
+    more_slots: Sequence[tuple[str, Credential]] = (),
 ) -> tuple[StoreKeys, dict[str, Any]]:
     """A fresh master key and store id, and the key header (format of keys.json) whose
-    ``primary`` slot ``cred`` opens. Writes nothing: the caller stores the header (a file,
-    or a database table) before any data is written under the keys."""
+    ``primary`` slot ``cred`` opens (and one slot per (id, credential) of
+    ``more_slots``). Writes nothing: the caller stores the header (a file, or a database
+    table) before any data is written under the keys."""
+    slots = ([("primary", cred)] if cred is not None else []) + list(more_slots)
+    if not slots:
+        raise InvalidArgumentError("a store needs at least one credential")
     master = secrets.token_bytes(KEY_BYTES)
     store_id = store_id or secrets.token_hex(16)
     keys = StoreKeys(store_id=store_id, master=master, acks_required=True)
@@ -235,7 +243,7 @@ def new_header(
         "format": KEYS_FORMAT,
         "store_id": store_id,
         "created_at": datetime.now(UTC).isoformat(),
-        "slots": [_new_slot("primary", cred, master, store_id, kdf)],
+        "slots": [_new_slot(sid, c, master, store_id, kdf) for sid, c in slots],
     }
     return keys, header
 
@@ -269,9 +277,6 @@ def create_keys(
     """
     if layout.keys.exists():
         raise StoreExistsError(f"{layout.keys} already exists")
-    slots = ([("primary", cred)] if cred is not None else []) + list(more_slots)
-    if not slots:
-        raise InvalidArgumentError("a store needs at least one credential")
     for data in (layout.memory_db, layout.rag_log):
         if data.exists() and not (adopt_log and data == layout.rag_log):
             # Never start a new key header over existing data: it could never be read again.
@@ -280,20 +285,12 @@ def create_keys(
                 path=layout.keys,
                 hint="restore keys.json from a backup; without it the data cannot be decrypted",
             )
+    keys, header = new_header(cred, kdf=kdf, store_id=store_id, more_slots=more_slots)
     layout.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    master = secrets.token_bytes(KEY_BYTES)
-    store_id = store_id or secrets.token_hex(16)
-    keys = StoreKeys(store_id=store_id, master=master, acks_required=True)
     # The ledger first: keys.json is what makes the data dir a store, and its slot
     # requires the ledger. A crash in between leaves a ledger and no store; the next
     # init replaces it.
-    create_ledger(layout.root, keys.ledger_key, store_id, io=io)
-    header = {
-        "format": KEYS_FORMAT,
-        "store_id": store_id,
-        "created_at": datetime.now(UTC).isoformat(),
-        "slots": [_new_slot(sid, c, master, store_id, kdf) for sid, c in slots],
-    }
+    create_ledger(layout.root, keys.ledger_key, keys.store_id, io=io)
     write_header(layout, header, io=io)
     return keys
 
