@@ -18,8 +18,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ..base.config import Layout, StoreConfig
 from ..base.errors import InvalidArgumentError, StoreClosedError
@@ -32,6 +31,7 @@ from ..storage.sources import SourceGuard
 from ..storage.sqlcipher import Database
 from . import recall, write
 from .feed import Change, MemoryFeed
+from .front import RecallMode, StoreFront
 from .records import MemoryEntry, MemoryHit, Scope, to_us
 from .rows import COLUMNS, positive, row_to_entry, scope_where
 from .source import memory_seq, open_source
@@ -44,14 +44,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-RecallMode = Literal["semantic", "keyword", "hybrid"]
 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class SqliteMemoryStore:
+class SqliteMemoryStore(StoreFront):
     """Encrypted conversation memory with semantic, keyword and hybrid recall."""
 
     def __init__(
@@ -128,14 +127,6 @@ class SqliteMemoryStore:
             self._db.close()
             if self._acks is not None:
                 self._acks.ledger.close()
-
-    def __enter__(self) -> SqliteMemoryStore:
-        return self
-
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     @property
     def database(self) -> Database:
@@ -241,17 +232,6 @@ class SqliteMemoryStore:
             self._hnsw.sync()
 
     # ----------------------------------------------------------------- writes
-    def append(self, entry: MemoryEntry) -> str:
-        """Store ``entry`` (embedding it if the store has an embedder); returns its id.
-
-        Durable when it returns (the SQLite commit fsyncs the WAL).
-        """
-        return self.append_many([entry])[0]
-
-    def append_with_embedding(self, entry: MemoryEntry, vector: Any) -> str:
-        """Store ``entry`` with a caller-computed vector; returns its id."""
-        return self.append_many([entry], vectors=[vector])[0]
-
     def append_many(
         self, entries: Sequence[MemoryEntry], vectors: Sequence[Any] | None = None
     ) -> list[str]:
@@ -456,35 +436,12 @@ class SqliteMemoryStore:
             },
         )
 
-    def recall(
-        self,
-        query_text: str,
-        limit: int = 5,
-        *,
-        mode: RecallMode = "semantic",
-        org_id: str | None = None,
-        agent_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> list[MemoryHit]:
-        """Text-only recall in any mode (semantic and hybrid use the store's embedder)."""
-        scope = dict(org_id=org_id, agent_id=agent_id, conversation_id=conversation_id)
-        if mode == "keyword":
-            return self.keyword_recall(query_text, limit, **scope)
-        if mode == "hybrid":
-            return self.hybrid_recall(query_text, None, limit, **scope)
-        if mode == "semantic":
-            return self.semantic_recall(self.embed_query(query_text), limit, **scope)
-        raise InvalidArgumentError(f"mode must be semantic, keyword or hybrid; got {mode!r}")
-
     def embed_query(self, text: str) -> Vector:
         """Embed one query text with the store's embedder."""
         write.check_embedder(self._live(), self.embedder)
         assert self.embedder is not None
         vector: Vector = self.embedder.embed([check_text("query text", text)])[0]
         return vector
-
-    def _now_us(self) -> int:
-        return to_us(self._clock())
 
     # ----------------------------------------------------------------- change feed
     def source_seq(self) -> int:

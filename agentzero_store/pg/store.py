@@ -19,8 +19,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from ..base.config import StoreConfig
 from ..base.errors import (
@@ -36,7 +35,8 @@ from ..base.errors import (
 )
 from ..base.limits import check_text
 from ..embed.vectors import Embedder, Vector
-from ..memory.records import MemoryEntry, MemoryHit, Scope, to_us
+from ..memory.front import StoreFront
+from ..memory.records import MemoryEntry, MemoryHit, Scope
 from ..memory.rows import positive
 from ..sidecar.bm25_terms import BlindTerms
 from ..storage.credentials import resolve_credential
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 Clock = Callable[[], datetime]
 T = TypeVar("T")
 WRITE_ATTEMPTS = 5  # a write transaction PostgreSQL aborted to break a deadlock is re-run
-RecallMode = Literal["semantic", "keyword", "hybrid"]
 
 
 def _utcnow() -> datetime:
@@ -95,7 +94,7 @@ def _translated(where: str) -> Iterator[None]:
         ) from exc
 
 
-class PgMemoryStore:
+class PgMemoryStore(StoreFront):
     """Encrypted conversation memory in PostgreSQL, with semantic, keyword and hybrid
     recall: the same public API as ``SqliteMemoryStore``."""
 
@@ -204,14 +203,6 @@ class PgMemoryStore:
             self._closed = True
             self._conn.close()
 
-    def __enter__(self) -> PgMemoryStore:
-        return self
-
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     def _live(self) -> psycopg.Connection[Any]:
         if self._closed:
             raise StoreClosedError("the memory store is closed")
@@ -260,15 +251,6 @@ class PgMemoryStore:
         return e.model_id
 
     # ----------------------------------------------------------------- writes
-    def append(self, entry: MemoryEntry) -> str:
-        """Store ``entry`` (embedding it if the store has an embedder); returns its id.
-        Durable when it returns (the transaction committed)."""
-        return self.append_many([entry])[0]
-
-    def append_with_embedding(self, entry: MemoryEntry, vector: Any) -> str:
-        """Store ``entry`` with a caller-computed vector; returns its id."""
-        return self.append_many([entry], vectors=[vector])[0]
-
     def append_many(
         self, entries: Sequence[MemoryEntry], vectors: Sequence[Any] | None = None
     ) -> list[str]:
@@ -464,26 +446,6 @@ class PgMemoryStore:
                 },
             )
 
-    def recall(
-        self,
-        query_text: str,
-        limit: int = 5,
-        *,
-        mode: RecallMode = "semantic",
-        org_id: str | None = None,
-        agent_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> list[MemoryHit]:
-        """Text-only recall in any mode (semantic and hybrid use the store's embedder)."""
-        scope = dict(org_id=org_id, agent_id=agent_id, conversation_id=conversation_id)
-        if mode == "keyword":
-            return self.keyword_recall(query_text, limit, **scope)
-        if mode == "hybrid":
-            return self.hybrid_recall(query_text, None, limit, **scope)
-        if mode == "semantic":
-            return self.semantic_recall(self.embed_query(query_text), limit, **scope)
-        raise InvalidArgumentError(f"mode must be semantic, keyword or hybrid; got {mode!r}")
-
     def embed_query(self, text: str) -> Vector:
         """Embed one query text with the store's embedder."""
         self._live()
@@ -491,9 +453,6 @@ class PgMemoryStore:
         assert self.embedder is not None
         vector: Vector = self.embedder.embed([check_text("query text", text)])[0]
         return vector
-
-    def _now_us(self) -> int:
-        return to_us(self._clock())
 
     # ------------------------------------------- SQLite-only parts of the API
     @staticmethod
@@ -571,4 +530,4 @@ class PgMemoryStore:
         self._unsupported("iter_vectors (the change feed)")
 
 
-__all__ = ["Clock", "PgMemoryStore", "RecallMode", "redact"]
+__all__ = ["Clock", "PgMemoryStore", "redact"]

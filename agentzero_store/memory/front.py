@@ -1,0 +1,115 @@
+"""What every memory store backend offers the same way: the calls written in terms of
+the backend's own (``append_many``, the three recalls, ``embed_query``, ``close``).
+
+``SqliteMemoryStore`` (memory/store.py) and ``PgMemoryStore`` (pg/store.py) both build
+on it, so a text recall dispatches, and a single append is durable, identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from ..base.errors import InvalidArgumentError
+from ..embed.vectors import Vector
+from .records import MemoryEntry, MemoryHit, to_us
+
+RecallMode = Literal["semantic", "keyword", "hybrid"]
+
+
+class StoreFront:
+    """The backend-independent part of a memory store's public API."""
+
+    _clock: Callable[[], datetime]
+
+    # The backend's own calls, which everything here is written in.
+    def append_many(
+        self, entries: Sequence[MemoryEntry], vectors: Sequence[Any] | None = None
+    ) -> list[str]:
+        raise NotImplementedError
+
+    def semantic_recall(
+        self,
+        query_vector: Any,
+        k: int = 5,
+        *,
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[MemoryHit]:
+        raise NotImplementedError
+
+    def keyword_recall(
+        self,
+        query_text: str,
+        k: int = 5,
+        *,
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[MemoryHit]:
+        raise NotImplementedError
+
+    def hybrid_recall(
+        self,
+        query_text: str,
+        query_vector: Any = None,
+        limit: int = 5,
+        *,
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[MemoryHit]:
+        raise NotImplementedError
+
+    def embed_query(self, text: str) -> Vector:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # What every backend shares.
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def append(self, entry: MemoryEntry) -> str:
+        """Store ``entry`` (embedding it if the store has an embedder); returns its id.
+        Durable when it returns (the backend's commit: SQLite fsyncs its WAL)."""
+        return self.append_many([entry])[0]
+
+    def append_with_embedding(self, entry: MemoryEntry, vector: Any) -> str:
+        """Store ``entry`` with a caller-computed vector; returns its id."""
+        return self.append_many([entry], vectors=[vector])[0]
+
+    def recall(
+        self,
+        query_text: str,
+        limit: int = 5,
+        *,
+        mode: RecallMode = "semantic",
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[MemoryHit]:
+        """Text-only recall in any mode (semantic and hybrid use the store's embedder)."""
+        scope = dict(org_id=org_id, agent_id=agent_id, conversation_id=conversation_id)
+        if mode == "keyword":
+            return self.keyword_recall(query_text, limit, **scope)
+        if mode == "hybrid":
+            return self.hybrid_recall(query_text, None, limit, **scope)
+        if mode == "semantic":
+            return self.semantic_recall(self.embed_query(query_text), limit, **scope)
+        raise InvalidArgumentError(f"mode must be semantic, keyword or hybrid; got {mode!r}")
+
+    def _now_us(self) -> int:
+        return to_us(self._clock())
+
+
+__all__ = ["RecallMode", "StoreFront"]
