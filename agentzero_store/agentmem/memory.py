@@ -700,6 +700,7 @@ class AgentMemory:
         kind: str | None = None,
         types: Sequence[str] | str | None = None,
         conversation_id: str | None = None,
+        about: str | None = None,
         archived: Archived = "exclude",
         limit: int = 50,
         offset: int = 0,
@@ -707,12 +708,13 @@ class AgentMemory:
         """This scope's memories, newest first, ``limit`` at a time from ``offset`` (a
         listing, not a search: ``recall`` ranks). Filters: the stored ``kind`` (granted,
         recalled, self_noted, archived — how it came to be remembered), ``types``
-        (episodic, semantic, procedural), ``conversation_id``. ``archived``: ``exclude``
-        (the default), ``include`` or ``only``; archived text is read back from the
-        archive, as ``get`` does. Never lists another scope's, an expired, a forgotten
-        or an erased memory, nor a superseded or retracted fact (``facts(history=True)``
-        shows those). Named ``memories``, not ``list``: a method ``list`` would shadow
-        the builtin in every annotation of this class."""
+        (episodic, semantic, procedural), ``conversation_id``, ``about`` (an entity, its
+        spelling folded as everywhere: the memories about it or said by it).
+        ``archived``: ``exclude`` (the default), ``include`` or ``only``; archived text is
+        read back from the archive, as ``get`` does. Never lists another scope's, an
+        expired, a forgotten or an erased memory, nor a superseded or retracted fact
+        (``facts(history=True)`` shows those). Named ``memories``, not ``list``: a method
+        ``list`` would shadow the builtin in every annotation of this class."""
         if kind is not None and kind not in KINDS:
             raise InvalidArgumentError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
         if archived not in ("exclude", "include", "only"):
@@ -727,7 +729,10 @@ class AgentMemory:
         if conversation_id is not None:
             check_text("conversation_id", conversation_id)
         f = Filter(
-            now_us=self.now_us(), types=check_types(types), include_archived=archived != "exclude"
+            now_us=self.now_us(),
+            types=check_types(types),
+            about=None if about is None else (entity_key(check_text("about", about)),),
+            include_archived=archived != "exclude",
         )
         rows = self.repo.page(
             f,

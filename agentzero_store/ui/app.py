@@ -187,8 +187,8 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
         entity = request.query_params.get("entity", "").strip()
         if not entity:
             raise InvalidArgumentError("name an entity: /graph?entity=NAME")
-        g, scanned = inspector.entity_graph(entity)
-        return page(request, "graph.html", g=g, entity=entity, scanned=scanned)
+        g, drawn, more = inspector.entity_graph(entity)
+        return page(request, "graph.html", g=g, entity=entity, drawn=drawn, more=more)
 
     def decay(request: Request) -> HTMLResponse:
         page_no = _int(request.query_params.get("page"), 0)

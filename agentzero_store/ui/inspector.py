@@ -25,7 +25,6 @@ from ..agentmem.records import (
     HistoryEntry,
     Memory,
     RecallHit,
-    entity_key,
 )
 from ..base.config import Layout, StoreConfig
 from ..base.errors import InvalidArgumentError, NotFoundError
@@ -37,7 +36,7 @@ from . import drawing
 from .jobs import Jobs, Tell
 
 PAGE = 25  # memories per timeline page
-ENTITY_SCAN = 2_000  # newest memories an entity's graph looks through
+ENTITY_NODES = 60  # memories an entity's graph draws at most (the newest)
 MODES: tuple[str, ...] = ("auto", "semantic", "keyword", "hybrid")
 DOC_MODES: tuple[str, ...] = ("bm25", "semantic", "hybrid")
 Selector = Literal["id", "conversation_id", "about"]
@@ -199,19 +198,19 @@ class Inspector:
             history = mem.history(m.id)
         return MemoryView(m, m.id in pinned, m.id in core, curve.now_r, curve, graph, history)
 
-    def entity_graph(self, name: str) -> tuple[drawing.Graph, int]:
-        """The memories about an entity around it, from the newest ``ENTITY_SCAN``
-        memories (the API has no listing by entity; recall ranks, it does not list), and
-        how many memories were looked at."""
-        key = entity_key(name)
+    def entity_graph(self, name: str) -> tuple[drawing.Graph, int, bool]:
+        """The memories about (or said by) an entity around it: the newest
+        ``ENTITY_NODES`` of them (a drawing of more is unreadable), how many are drawn, and
+        whether there are more."""
         with self._reading() as mem:
-            scanned = mem.memories(archived="include", limit=ENTITY_SCAN)
+            about = mem.memories(about=name, archived="include", limit=ENTITY_NODES + 1)
             now = mem.now()
-        about = [m for m in scanned if key in {entity_key(a) for a in m.about}]
+        more = len(about) > ENTITY_NODES
+        about = about[:ENTITY_NODES]
         edges = [Edge(f"entity:{name}", m.id, "entity", 1.0, now) for m in about]
         labels = {m.id: m.content for m in about}
         graph = drawing.graph(f"entity:{name}", name, edges, lambda i: labels.get(i, i))
-        return graph, len(scanned)
+        return graph, len(about), more
 
     def decay(self, page: int) -> tuple[list[tuple[Memory, float, bool, bool]], bool]:
         """A page of memories with their retrievability now and their tier marks."""

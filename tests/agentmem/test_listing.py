@@ -47,6 +47,15 @@ def test_newest_first_in_pages_filtered_by_type_and_conversation(
     assert m.type == "episodic" and m.role == "user" and not m.archived
 
 
+def test_listed_by_entity_what_is_about_it_or_said_by_it(mem: AgentMemory) -> None:
+    mem.add_turn("c1", "user", "I moved in May", speaker="Ana")
+    mem.remember("Ana is allergic to peanuts", about=["ana"])
+    mem.remember("Bo likes tea", about=["Bo"])
+    assert set(listed(mem, about="ANA")) == {"I moved in May", "Ana is allergic to peanuts"}
+    assert listed(mem, about="Bo", types="episodic") == []
+    assert listed(mem, about="nobody") == []
+
+
 def test_one_batch_keeps_its_order(mem: AgentMemory) -> None:
     from agentzero_store import Turn
 

@@ -155,6 +155,17 @@ def test_graph_around_an_entity(served: Served, client: httpx.Client) -> None:
     assert served.ids.script not in svg  # not about tea
     assert re.search(r">entity 1\.00</text>", svg)
     assert client.get("/graph").status_code == 400
+    # Found by entity, however many newer memories there are; at most 60 drawn.
+    from agentzero_store import Turn
+
+    mem = served.inspector.mem
+    mem.add_turns("later", [Turn("user", f"unrelated turn {i}") for i in range(2_100)])
+    svg = client.get("/graph", params={"entity": "tea"}).text.split('<svg class="graph"')[1]
+    assert f'href="/memory/{served.ids.tea}"' in svg.split("</svg>")[0]
+    mem.add_turns("otters", [Turn("user", f"otter fact {i}", speaker="Otto") for i in range(61)])
+    many = client.get("/graph", params={"entity": "otto"}).text
+    assert "The newest 60 of them (there are more" in many
+    assert len(re.findall(r'href="/memory/[0-9a-f]+"', many.split("</svg>")[0])) == 60
 
 
 def test_forget_a_whole_conversation_from_its_timeline(
