@@ -25,8 +25,14 @@ def ui(
     port: Annotated[
         int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")
     ] = 0,
-    org: Annotated[str, typer.Option("--org", help="The agent memory's org.")] = "default",
-    agent: Annotated[str, typer.Option("--agent", help="The agent memory's agent.")] = "default",
+    org: Annotated[
+        str | None,
+        typer.Option("--org", help="Pin the page to this org (default: switch on the page)."),
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="Pin the page to this agent (default: switch on the page)."),
+    ] = None,
     no_browser: Annotated[
         bool, typer.Option("--no-browser", help="Print the URL only; open no browser.")
     ] = False,
@@ -43,8 +49,9 @@ def ui(
     settings = Settings(
         root,
         cred,
-        org_id=org,
-        agent_id=agent,
+        org_id=org or "default",
+        agent_id=agent or "default",
+        pinned=org is not None or agent is not None,
         embedder=make_embedder(embedder),
         config=store_config(),
         verify=lambda: verify_store(root, cred).to_dict(),

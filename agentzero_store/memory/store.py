@@ -358,6 +358,17 @@ class SqliteMemoryStore(StoreFront):
         where, params = scope_where(Scope(org_id, agent_id, conversation_id), self._now_us())
         return int(self._live().query(f"SELECT count(*) FROM memory WHERE {where}", params)[0][0])
 
+    def scopes(self) -> list[tuple[str, str, int]]:
+        """Every (org_id, agent_id) holding live memories, with how many, in order (one
+        walk of the scope index)."""
+        rows = self._live().query(
+            "SELECT org_id, agent_id, count(*) FROM memory"
+            " WHERE expires_at_us IS NULL OR expires_at_us > ?"
+            " GROUP BY org_id, agent_id ORDER BY org_id, agent_id",
+            (self._now_us(),),
+        )
+        return [(str(o), str(a), int(n)) for o, a, n in rows]
+
     def semantic_recall(
         self,
         query_vector: Any,

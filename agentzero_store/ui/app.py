@@ -9,6 +9,7 @@ and the one script (job polling) are served from this package.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -62,10 +63,14 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
     env = _environment()
 
     def page(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        scopes = [] if inspector.settings.pinned else inspector.scopes()
         ctx.update(
             csrf=keys.csrf,
-            scope=(inspector.settings.org_id, inspector.settings.agent_id),
-            receipts=list(inspector.receipts),
+            scope=inspector.scope,
+            scope_pinned=inspector.settings.pinned,
+            scopes=scopes,
+            scope_listed=any((o, a) == inspector.scope for o, a, _ in scopes),
+            receipts=inspector.receipts,
             path=request.url.path,
         )
         return HTMLResponse(env.get_template(name).render(**ctx), status_code=status)
@@ -289,6 +294,15 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
         return back(request, form, "/namespaces")
 
     @posted
+    async def switch_scope(request: Request, form: FormData) -> Response:
+        try:
+            org, agent = json.loads(text(form, "scope"))
+        except (ValueError, TypeError):
+            raise InvalidArgumentError("the scope field must be a JSON [org, agent] pair") from None
+        await run_in_threadpool(inspector.switch, str(org), str(agent))
+        return RedirectResponse("/", status_code=303)
+
+    @posted
     async def start_job(request: Request, form: FormData) -> Response:
         name = request.path_params["name"]
         if name == "verify":
@@ -349,6 +363,7 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
             methods=["POST"],
         ),
         Route("/jobs/start/{name}", start_job, methods=["POST"]),
+        Route("/scope", switch_scope, methods=["POST"]),
         Mount("/static", static, name="static"),
     ]
     app = Starlette(

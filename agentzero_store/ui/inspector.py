@@ -27,7 +27,7 @@ from ..agentmem.records import (
     RecallHit,
 )
 from ..base.config import Layout, StoreConfig
-from ..base.errors import InvalidArgumentError, NotFoundError
+from ..base.errors import AccessDeniedError, InvalidArgumentError, NotFoundError
 from ..embed.vectors import Embedder
 from ..storage.backup_log import last_backup
 from ..storage.credentials import Credential
@@ -64,6 +64,7 @@ class Settings:
     credential: Credential
     org_id: str = "default"
     agent_id: str = "default"
+    pinned: bool = True  # False: the page may switch to any agent's memory (``switch``)
     embedder: Embedder | None = None
     config: StoreConfig = field(default_factory=StoreConfig)
     verify: Callable[[], dict[str, Any]] | None = None
@@ -106,10 +107,49 @@ class Inspector:
 
     def __init__(self, settings: Settings, memory: AgentMemory) -> None:
         self.settings = settings
-        self.mem = memory
+        self.mem = memory  # the agent memory the pages show now (``switch``)
+        self._opened = memory  # the one ``open`` made: it owns the store
         self.jobs = Jobs()
-        self.receipts: list[ForgetReceipt] = []  # this session's forgets, for their Undo
+        # This session's forgets, for their Undo, with the scope each was made in.
+        self._receipts: list[tuple[tuple[str, str], ForgetReceipt]] = []
         self._lock = threading.RLock()
+
+    @property
+    def scope(self) -> tuple[str, str]:
+        """The (org, agent) the pages show now."""
+        return self.mem.org_id, self.mem.agent_id
+
+    @property
+    def receipts(self) -> list[ForgetReceipt]:
+        """This session's undoable forgets in the scope shown now, newest first."""
+        with self._lock:
+            return [r for scope, r in self._receipts if scope == self.scope]
+
+    def scopes(self) -> list[tuple[str, str, int]]:
+        """The agents' memories a page may switch to: every (org, agent) with memories
+        (namespaces and sessions are reached through their agents, never listed)."""
+        with self._reading() as mem:
+            found = mem.store.scopes()
+        return [(o, a, n) for o, a, n in found if a.isprintable() and o.isprintable()]
+
+    def switch(self, org_id: str, agent_id: str) -> None:
+        """Show another agent's memory (``--org``/``--agent`` pin it: refused then)."""
+        if self.settings.pinned:
+            raise AccessDeniedError(
+                f"this inspector is pinned to {self.settings.org_id} / {self.settings.agent_id}",
+                hint="start `agentzero ui` without --org/--agent to switch between agents",
+            )
+        with self._lock:
+            if (org_id, agent_id) == self.scope:
+                return
+            opened = self._opened
+            if (org_id, agent_id) == (opened.org_id, opened.agent_id):
+                new = opened
+            else:
+                new = opened.for_scope(org_id, agent_id)  # checks the names
+            if self.mem is not opened:
+                self.mem.close()
+            self.mem = new
 
     @classmethod
     def open(cls, settings: Settings) -> Inspector:
@@ -127,9 +167,11 @@ class Inspector:
         return cls(settings, mem)
 
     def close(self) -> None:
-        """Close the memory (after any running job's call)."""
+        """Close the memories (after any running job's call)."""
         with self._lock:
-            self.mem.close()
+            if self.mem is not self._opened:
+                self.mem.close()
+            self._opened.close()
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[AgentMemory]:
@@ -285,17 +327,15 @@ class Inspector:
         """Forget undoably; the receipt (with its token) is kept for the Undo button."""
         with self._writing() as mem:
             receipt = mem.forget(**{by: value})
-        with self._lock:
-            self.receipts.insert(0, receipt)
-            del self.receipts[20:]
+            self._receipts.insert(0, ((mem.org_id, mem.agent_id), receipt))
+            del self._receipts[20:]
         return receipt
 
     def undo(self, token: str) -> int:
         """Bring back what a forget removed; drop its receipt."""
         with self._writing() as mem:
             n = mem.undo(token)
-        with self._lock:
-            self.receipts = [r for r in self.receipts if r.token != token]
+            self._receipts = [(sc, r) for sc, r in self._receipts if r.token != token]
         return n
 
     def erase(self, by: Selector, value: str) -> int:

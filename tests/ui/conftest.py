@@ -87,14 +87,15 @@ def csrf_of(page: str) -> str:
     return m.group(1)
 
 
-@pytest.fixture
-def served(data_dir: Path) -> Iterator[Served]:
-    ids = seed(data_dir)
+@contextlib.contextmanager
+def serving(data_dir: Path, ids: Seeded, *, pinned: bool = True) -> Iterator[Served]:
+    """The inspector of ``data_dir`` served on a free port in this process."""
     cred = Credential.from_passphrase(PASSPHRASE)
     settings = Settings(
         data_dir,
         cred,
         config=FAST,
+        pinned=pinned,
         verify=lambda: verify_store(data_dir, cred).to_dict(),
     )
     inspector = Inspector.open(settings)
@@ -117,6 +118,20 @@ def served(data_dir: Path) -> Iterator[Served]:
         thread.join(30)
         inspector.close()
         sock.close()
+
+
+@pytest.fixture
+def served(data_dir: Path) -> Iterator[Served]:
+    """Pinned to default / default, as ``agentzero ui --org default --agent default``."""
+    with serving(data_dir, seed(data_dir)) as s:
+        yield s
+
+
+@pytest.fixture
+def unpinned(data_dir: Path) -> Iterator[Served]:
+    """Not pinned, as plain ``agentzero ui``: the page switches between agents."""
+    with serving(data_dir, seed(data_dir), pinned=False) as s:
+        yield s
 
 
 @pytest.fixture

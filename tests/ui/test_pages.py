@@ -182,3 +182,61 @@ def test_forget_a_whole_conversation_from_its_timeline(
     assert r.status_code == 303
     assert all(mem.get(i) is None for i in ids)
     assert served.inspector.receipts[0].count == 3
+
+
+def test_an_unpinned_inspector_switches_agents_and_a_pinned_one_refuses(
+    unpinned: Served,
+) -> None:
+    """Plain ``agentzero ui`` lists every agent's memory (never a namespace's or a
+    session's scope: those are reached through their agents) and switches on a POST with
+    the CSRF token; each agent's forgets keep their Undo in that agent's view."""
+    from agentzero_store import AgentMemory
+    from agentzero_store.agentmem.namespaces import scope_agent
+    from tests.conftest import FAST
+
+    base = unpinned.inspector.mem
+    base.namespace("team").grant("a2")
+    with base.shared("team") as team:
+        team.remember("a namespace note about otters")
+    other = base.for_scope("acme", "a2")
+    other.remember("a2 keeps otters in the garden")
+    other.close()
+    c = unpinned.client()
+    try:
+        page = c.get("/").text
+        options = re.findall(r"<option value='([^']+)'", page)
+        assert json.dumps(["acme", "a2"]) in options
+        assert json.dumps(["default", "default"]) in options
+        assert not any("\\u001e" in o or "ns" in json.loads(o)[1] for o in options)
+        csrf = csrf_of(page)
+        assert c.post("/scope", data={"scope": json.dumps(["acme", "a2"])}).status_code == 403
+        assert NEEDLE in c.get("/").text  # nothing switched without the token
+        r = c.post("/scope", data={"scope": json.dumps(["acme", "a2"]), "csrf": csrf})
+        assert r.status_code == 303
+        page = c.get("/").text
+        assert "a2 keeps otters" in page and NEEDLE not in page and "namespace note" not in page
+        assert re.search(r"acme / a2 \(1\)</option>", page)
+        mid = unpinned.inspector.mem.memories()[0].id
+        assert c.post("/action/forget", data={"value": mid, "csrf": csrf}).status_code == 303
+        assert 'class="undo-token"' in c.get("/").text
+        forged = json.dumps(["default", scope_agent("team")])
+        r = c.post("/scope", data={"scope": forged, "csrf": csrf})
+        assert r.status_code == 400 and "control characters" in r.text
+        assert unpinned.inspector.scope == ("acme", "a2")
+        c.post("/scope", data={"scope": json.dumps(["default", "default"]), "csrf": csrf})
+        page = c.get("/").text
+        assert NEEDLE in page and 'class="undo-token"' not in page  # a2's undo stays with a2
+    finally:
+        c.close()
+    with AgentMemory.open(unpinned.data_dir, passphrase=PASSPHRASE, config=FAST) as mem:
+        assert mem.get(mid) is None  # the forget happened in a2's memory only
+        assert mem.for_scope("acme", "a2").memories() == []
+
+
+def test_a_pinned_inspector_never_switches(served: Served, client: httpx.Client) -> None:
+    page = client.get("/").text
+    assert 'action="/scope"' not in page and 'title="pinned by --org/--agent"' in page
+    csrf = csrf_of(client.get("/health").text)
+    r = client.post("/scope", data={"scope": json.dumps(["acme", "a2"]), "csrf": csrf})
+    assert r.status_code == 403 and "pinned" in r.text
+    assert served.inspector.scope == ("default", "default")
