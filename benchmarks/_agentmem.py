@@ -379,8 +379,8 @@ def single_add(tmp: Path, sizes: AgentMemSizes) -> Any:
         o / a <= 1.5,
         n,
         note=f"p95 ours {pct(ours_t, 95) * 1e3:.2f} ms, store {pct(anchor_t, 95) * 1e3:.2f} ms; "
-        "ours adds the layer's row (type, decay state, salience, speaker entity) in the same "
-        "transaction",
+        "ours writes the layer's columns (type, speaker, decay state) on the same row, in the "
+        "same transaction",
     )
 
 

@@ -51,7 +51,8 @@ def required_texts(memory_db: Database) -> dict[str, str]:
     tables = {
         str(r[0])
         for r in memory_db.query(
-            "SELECT name FROM sqlite_master WHERE type = 'table'"
+            # am_memory is a view of the memory rows since the layer's schema v4
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
             " AND name IN ('am_memory', 'am_forgotten')"
         )
     }

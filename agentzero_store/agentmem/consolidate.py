@@ -133,10 +133,9 @@ def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
             [entry], None if vec is None else [np.frombuffer(vec, dtype=np.float32)]
         )
         confidence = min(0.99, 1.0 - 0.5 ** len(group))
-        meta = new_memory(mem.config, "semantic", first[2], confidence=confidence, about=about)
+        meta = new_memory(mem.config, "semantic", confidence=confidence, about=about)
         with repo.transaction() as tx:
-            written = tx.insert(prepared)
-            repo.insert(tx, prepared, written, [meta])
+            repo.insert(tx, prepared, [meta])
             new_id = prepared.ids[0]
             repo.set_promoted(tx, group, new_id)
             repo.add_edges(tx, [(new_id, i, "semantic", 1.0) for i in group], now_us)
@@ -180,11 +179,20 @@ def _decay(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, list[str]]:
     rows = mem.repo.decay_rows()
     if not rows:
         return 0, []
+    # Memories are written without their salience (a text heuristic kept off the write
+    # path): the first consolidation that sees one computes and stores it.
+    salience = {r[0]: r[4] for r in rows}
+    if any(v is None for v in salience.values()):
+        if dry_run:
+            salience.update(mem.repo.missing_salience())
+        else:
+            with mem.repo.transaction() as tx:
+                salience.update(mem.repo.fill_salience(tx))
     cfg = mem.config
     r_now = fsrs.retrievability_many(
         (now_us - np.array([r[5] for r in rows], dtype=np.float64)) / DAY_US,
         np.array([r[3] for r in rows], dtype=np.float64),
-        np.array([r[4] for r in rows], dtype=np.float64),
+        np.array([salience[r[0]] or 0.0 for r in rows], dtype=np.float64),
         cfg.salience_beta,
     )
     changed = [

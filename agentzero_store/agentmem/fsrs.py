@@ -349,6 +349,17 @@ def salience(text: str, importance: float, novelty: float) -> Salience:
     return Salience(nov, imp, extremity, specificity, min(1.0, total))
 
 
+NEUTRAL_NOVELTY = 0.5  # novelty is unknown at write time (it needs a neighbour search)
+
+
+def text_salience(text: str, importance: float) -> float:
+    """A memory's stored salience: ``salience`` of its text and importance at neutral
+    novelty. Memories are written without it (NULL) and it is computed here when first
+    read or at consolidation, which stores it: the same value as at write time, since
+    it depends on nothing but these two."""
+    return salience(text, importance=importance, novelty=NEUTRAL_NOVELTY).total
+
+
 def importance_score(
     recency_days: float, access_count: int, distinctiveness: float, user_importance: float
 ) -> float:

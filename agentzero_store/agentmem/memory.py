@@ -61,7 +61,7 @@ from .records import (
     check_types,
     entity_key,
 )
-from .repository import Filter, NewMemory, SqliteRepository
+from .repository import Filter, NewMemory, SqliteRepository, entities
 from .tokens import count_tokens
 
 Clock = Callable[[], datetime]
@@ -188,7 +188,7 @@ class AgentMemory:
         while True:
             rows, after, top = self.repo.unadopted()
             if rows:
-                metas = [self._new("episodic", content) for _, _, _, content, _ in rows]
+                metas = [self._new("episodic")] * len(rows)
                 self.repo.adopt(rows, metas, rows[-1][0])
                 continue
             if top - after > ADOPT_SLACK:  # let the next open skip what this one checked
@@ -227,8 +227,8 @@ class AgentMemory:
         return to_us(self._clock())
 
     # ------------------------------------------------------------------ writes
-    def _new(self, type_: str, text: str, **kw: Any) -> NewMemory:
-        return new_memory(self.config, type_, text, **kw)
+    def _new(self, type_: str, **kw: Any) -> NewMemory:
+        return new_memory(self.config, type_, **kw)
 
     @staticmethod
     def _turn_memory(prepared: Prepared, i: int, meta: NewMemory) -> Memory:
@@ -246,13 +246,13 @@ class AgentMemory:
             expires_at=e.expires_at,
             confidence=meta.confidence,
             importance=meta.importance,
-            salience=meta.salience,
+            salience=fsrs.text_salience(e.content, meta.importance),
             stability_days=meta.stability,
             difficulty=meta.difficulty,
             last_review=created,
             access_count=0,
             archived=False,
-            about=tuple(n for n, _ in sorted(meta.about, key=lambda a: a[1])),
+            about=entities(meta.speaker, meta.speaker_key, meta.about),
             metadata=dict(e.metadata),
         )
 
@@ -330,12 +330,16 @@ class AgentMemory:
             )
             for t in turns
         ]
-        metas = [self._new("episodic", t.content, speaker=t.speaker, about=about) for t in turns]
+        # One record per speaker: a turn's layer attributes depend on nothing else.
+        by_speaker: dict[str | None, NewMemory] = {}
+        for t in turns:
+            if t.speaker not in by_speaker:
+                by_speaker[t.speaker] = self._new("episodic", speaker=t.speaker, about=about)
+        metas = [by_speaker[t.speaker] for t in turns]
         prepared = self.store.prepare(entries, vectors)
         with self.repo.transaction() as tx:
             before = self.repo.feed_seq(tx)
-            written = tx.insert(prepared)
-            self.repo.insert(tx, prepared, written, metas)
+            written = self.repo.insert(tx, prepared, metas)
             after = self.repo.feed_seq(tx)
         if written:
             at = {mid: i for i, mid in enumerate(prepared.ids)}
@@ -384,7 +388,6 @@ class AgentMemory:
         )
         meta = self._new(
             type,
-            content,
             importance=_unit("importance", importance),
             confidence=_unit("confidence", confidence),
             about=about,
@@ -398,8 +401,7 @@ class AgentMemory:
             # Again under the write lock: another writer may have stored it meanwhile.
             if (dup := self.repo.find_duplicate(fingerprint, type, tx)) is not None:
                 return WriteResult(dup, "duplicate")
-            written = tx.insert(prepared)
-            self.repo.insert(tx, prepared, written, [meta])
+            self.repo.insert(tx, prepared, [meta])
             if type == "semantic":
                 self.repo.append_history(
                     tx, self.now_us(), [("remember", prepared.ids[0], {"confidence": confidence})]
@@ -479,7 +481,7 @@ class AgentMemory:
             created_at=start,
             vector_model=self._vector_model(None if vector is None else [vector]),
         )
-        meta = self._new("semantic", text, confidence=confidence, about=(subject, object))
+        meta = self._new("semantic", confidence=confidence, about=(subject, object))
         prepared = self.store.prepare([entry], None if vector is None else [vector])
         fid = prepared.ids[0]
         with self.repo.transaction() as tx:
@@ -497,8 +499,7 @@ class AgentMemory:
                     )
                 return same
             closed = [f.id for f in current] if single_valued else []
-            written = tx.insert(prepared)
-            self.repo.insert(tx, prepared, written, [meta])
+            self.repo.insert(tx, prepared, [meta])
             self.repo.insert_fact(tx, fid, parts, keys, confidence, single_valued, to_us(start))
             history: list[tuple[str, str, dict[str, Any]]] = [
                 (
@@ -594,8 +595,7 @@ class AgentMemory:
                 self.repo.count_outcome(tx, found.id, success, now_us)
             else:  # new, or forgotten since the first look (rare: embedded under the lock)
                 prepared = prepared or prepare()
-                written = tx.insert(prepared)
-                self.repo.insert(tx, prepared, written, [self._new("procedural", text)])
+                self.repo.insert(tx, prepared, [self._new("procedural")])
                 self.repo.insert_procedure(
                     tx, prepared.ids[0], action, context, keys, success, now_us
                 )

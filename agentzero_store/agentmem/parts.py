@@ -13,13 +13,11 @@ from datetime import datetime
 from ..base.config import StoreConfig
 from ..memory.records import to_us
 from ..memory.store import SqliteMemoryStore
-from . import fsrs
 from .archive import Archive
 from .records import entity_key
 from .repository import NewMemory, SqliteRepository
 
 INITIAL_DIFFICULTY = 5.0  # FSRS D of a new memory (1 easy .. 10 hard)
-NEUTRAL_NOVELTY = 0.5  # novelty is unknown at write time (it needs a neighbour search)
 
 
 @dataclass(frozen=True)
@@ -46,29 +44,30 @@ class Parts:
 def new_memory(
     config: StoreConfig,
     type_: str,
-    text: str,
     *,
     importance: float = 0.5,
     confidence: float = 1.0,
     speaker: str | None = None,
     about: Sequence[str] = (),
 ) -> NewMemory:
-    """The layer's attributes of a new memory: its salience (cheap text heuristics, no
-    model), its type's initial FSRS stability, and its entities (the speaker first)."""
-    sal = fsrs.salience(text, importance=importance, novelty=NEUTRAL_NOVELTY).total
+    """The layer's attributes of a new memory: its type's initial FSRS stability, its
+    speaker (with its entity key) and the other entities it is about. Its salience is
+    not computed here: ``fsrs.text_salience`` fills it in when first needed, so the
+    text heuristics (~20 µs a turn) stay off the write path."""
     stability = {
         "episodic": config.stability_episodic_days,
         "semantic": config.stability_semantic_days,
         "procedural": config.stability_procedural_days,
     }[type_]
-    names = [*([speaker] if speaker else []), *about]
-    keyed = {entity_key(n): n for n in reversed(names)}  # first spelling wins
+    speaker_key = entity_key(speaker) if speaker else None
+    keyed = {entity_key(n): n for n in reversed(about)}  # first spelling wins
+    keyed.pop(speaker_key, None)  # type: ignore[arg-type]  # the speaker is a column
     return NewMemory(
         type_,
         speaker,
+        speaker_key,
         confidence,
         importance,
-        sal,
         stability,
         INITIAL_DIFFICULTY,
         tuple(sorted((n, k) for k, n in keyed.items())),

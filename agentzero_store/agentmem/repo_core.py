@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..memory.recall import fts_match
-from ..memory.records import Scope, from_us, to_us
+from ..memory.records import Scope, from_us
 from ..memory.rows import placeholders
+from ..memory.write import ExtraColumns
+from .fsrs import text_salience
 from .records import Fact, HistoryEntry, Memory, Procedure
 from .schema import MIGRATIONS, SCHEMA_KEY, migrate_chain
 
@@ -20,12 +22,23 @@ if TYPE_CHECKING:
     from ..memory.tx import WriteTx
     from ..memory.write import Prepared
 
-# memory columns, then am_memory columns, as ``_memory`` reads them
+# memory columns, then the layer's, as ``_memory`` reads them
 READ_COLUMNS = (
     "m.label, m.id, m.role, m.content, m.created_at_us, m.conversation_id, m.expires_at_us,"
     " m.metadata, a.type, a.speaker, a.confidence, a.importance, a.salience, a.stability,"
-    " a.difficulty, a.last_review_us, a.access_count, a.archived_at_us, a.archive_digest"
+    " a.difficulty, a.last_review_us, a.access_count, a.archived_at_us, a.archive_digest,"
+    " a.speaker_key"
 )
+# The layer's columns a new memory row is written with (``RepositoryCore.insert``).
+_NEW_COLUMNS = (
+    "type",
+    "speaker",
+    "speaker_key",
+    "confidence",
+    "importance",
+    "stability",
+    "difficulty",
+)  # last_review_us stays NULL until a review: the am_memory view shows created_at_us
 
 
 @dataclass(frozen=True)
@@ -34,12 +47,12 @@ class NewMemory:
 
     type: str
     speaker: str | None
+    speaker_key: str | None  # records.entity_key(speaker)
     confidence: float
     importance: float
-    salience: float
     stability: float
     difficulty: float
-    about: tuple[tuple[str, str], ...]  # (entity as written, key)
+    about: tuple[tuple[str, str], ...]  # (entity as written, key), the speaker's not
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,17 @@ class Row:
     label: int
     memory: Memory
     digest: str | None  # set when the text is in the archive
+
+
+def entities(
+    speaker: str | None, speaker_key: str | None, about: Sequence[tuple[str, str]]
+) -> tuple[str, ...]:
+    """A memory's entities as written, ordered by key: its speaker (first spelling wins
+    over an ``about`` entity with the same key) and its ``am_about`` rows."""
+    keyed = {k: n for n, k in about}
+    if speaker is not None and speaker_key is not None:
+        keyed[speaker_key] = speaker
+    return tuple(keyed[k] for k in sorted(keyed))
 
 
 def batches(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
@@ -122,64 +146,61 @@ class RepositoryCore:
 
     # ------------------------------------------------------------------ inserts
     def insert(
-        self,
-        tx: WriteTx,
-        prepared: Prepared,
-        written: Sequence[tuple[str, int]],
-        metas: Sequence[NewMemory],
-    ) -> None:
-        """The layer's rows of memory rows just inserted through ``tx``: ``metas`` are in
-        the order of ``prepared``'s entries, ``written`` the (id, label) of those written
-        (an identical re-send is not). Everything comes from the prepared entries: no
-        memory row is read back."""
-        if not written:
-            return
-        at = {mid: i for i, mid in enumerate(prepared.ids)}
-        base: dict[str, tuple[str, int, str]] = {}
-        for mid, _ in written:
-            e = prepared.entries[at[mid]]
-            created = to_us(e.created_at) if e.created_at else prepared.now_us
-            base[mid] = (e.conversation_id, created, e.fingerprint())
-        metas = [metas[at[mid]] for mid, _ in written]
-        tx.executemany(
-            "INSERT INTO am_memory (id, label, org_id, agent_id, conversation_id, type, speaker,"
-            " created_at_us, fingerprint, confidence, importance, salience, stability,"
-            " difficulty, last_review_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        self, tx: WriteTx, prepared: Prepared, metas: Sequence[NewMemory]
+    ) -> list[tuple[str, int]]:
+        """Insert memory rows with the layer's columns through ``tx``: ``metas`` in the
+        order of ``prepared``'s entries. Returns the (id, label) of the rows written (an
+        identical re-send is not). One INSERT per table: the memory row carries the
+        layer's columns; only entities other than the speaker get ``am_about`` rows, and
+        each speaker new to the scope one ``am_speaker`` row."""
+        if not prepared.entries:
+            return []
+        extra = ExtraColumns(
+            _NEW_COLUMNS,
             [
                 (
-                    mid,
-                    label,
-                    *self._scope,
-                    base[mid][0],
                     m.type,
                     m.speaker,
-                    base[mid][1],
-                    base[mid][2],
+                    m.speaker_key,
                     m.confidence,
                     m.importance,
-                    m.salience,
                     m.stability,
                     m.difficulty,
-                    base[mid][1],
                 )
-                for (mid, label), m in zip(written, metas, strict=True)
+                for m in metas
             ],
         )
-        tx.executemany(
-            "INSERT OR IGNORE INTO am_about (memory_id, org_id, agent_id, entity, key)"
-            " VALUES (?,?,?,?,?)",
-            [
-                (mid, *self._scope, name, key)
-                for (mid, _), m in zip(written, metas, strict=True)
-                for name, key in m.about
-            ],
-        )
+        written = tx.insert(prepared, extra)
+        if not written:
+            return written
+        by_id = dict(zip(prepared.ids, metas, strict=True))
+        about = [(mid, *self._scope, n, k) for mid, _ in written for n, k in by_id[mid].about]
+        if about:
+            tx.executemany(
+                "INSERT OR IGNORE INTO am_about (memory_id, org_id, agent_id, entity, key)"
+                " VALUES (?,?,?,?,?)",
+                about,
+            )
+        self._add_speakers(tx, {m.speaker_key for m in metas if m.speaker_key})
+        return written
+
+    def _add_speakers(self, tx: WriteTx, keys: set[str]) -> None:
+        """Note speakers of this scope (once each: the entity signal's list of them)."""
+        if keys:
+            tx.executemany(
+                "INSERT OR IGNORE INTO am_speaker (org_id, agent_id, key) VALUES (?,?,?)",
+                [(*self._scope, k) for k in sorted(keys)],
+            )
 
     def find_duplicate(self, fingerprint: str, type_: str, tx: WriteTx | None = None) -> str | None:
         """The id of a memory of this type with the same text fingerprint, if any."""
+        # Only notes are indexed by fingerprint (memory_note_fp): an episodic one is
+        # looked for among the scope's rows (remember(type="episodic") is rare; turns are
+        # never checked).
+        notes = " AND type <> 'episodic'" if type_ != "episodic" else ""
         rows = self._q(
             "SELECT id FROM am_memory WHERE org_id = ? AND agent_id = ? AND fingerprint = ?"
-            " AND type = ? ORDER BY created_at_us, id LIMIT 1",
+            f" AND type = ?{notes} ORDER BY created_at_us, id LIMIT 1",
             (*self._scope, fingerprint, type_),
             tx,
         )
@@ -205,7 +226,7 @@ class RepositoryCore:
                 f" AND {where}",
                 (*part, *self._scope, *self._scope, f.now_us, *params),
             )
-            about = self._about([r[1] for r in rows])
+            about = self._about_rows([r[1] for r in rows])
             for r in rows:
                 out[r[0]] = Row(r[0], self._memory(r, about.get(r[1], ())), r[18])
         return out
@@ -250,19 +271,36 @@ class RepositoryCore:
         f = Filter(now_us=now_us, include_archived=True, any_validity=True)
         return self.rows([rows[0][0]], f).get(rows[0][0])
 
-    def _about(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        out: dict[str, list[str]] = {}
+    def _about_rows(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+        """The (entity, key) ``am_about`` rows of each memory (its speaker's not)."""
+        out: dict[str, list[tuple[str, str]]] = {}
         for part in batches(list(ids)):
-            for mid, entity in self._q(
-                "SELECT memory_id, entity FROM am_about WHERE memory_id IN"
-                f" ({placeholders(len(part))}) ORDER BY memory_id, key",
+            for mid, entity, key in self._q(
+                "SELECT memory_id, entity, key FROM am_about WHERE memory_id IN"
+                f" ({placeholders(len(part))})",
                 list(part),
             ):
-                out.setdefault(mid, []).append(entity)
-        return {k: tuple(v) for k, v in out.items()}
+                out.setdefault(mid, []).append((entity, key))
+        return out
+
+    def _about(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The entities each memory is about, its speaker among them (as written)."""
+        rows = self._about_rows(ids)
+        for part in batches(list(ids)):
+            for mid, speaker, key in self._q(
+                "SELECT id, speaker, speaker_key FROM memory WHERE id IN"
+                f" ({placeholders(len(part))}) AND speaker_key IS NOT NULL",
+                list(part),
+            ):
+                rows.setdefault(mid, []).append((speaker, key))
+        return {mid: entities(None, None, found) for mid, found in rows.items()}
 
     @staticmethod
-    def _memory(r: Sequence[Any], about: tuple[str, ...]) -> Memory:
+    def _memory(r: Sequence[Any], about: Sequence[tuple[str, str]]) -> Memory:
+        importance = float(r[11])
+        # r[3] is the text here: an archived row's salience was filled before its text
+        # left (``fill_salience``).
+        salience = float(r[12]) if r[12] is not None else text_salience(r[3], importance)
         return Memory(
             id=r[1],
             type=r[8],
@@ -273,14 +311,14 @@ class RepositoryCore:
             created_at=from_us(r[4]),
             expires_at=from_us(r[6]) if r[6] is not None else None,
             confidence=float(r[10]),
-            importance=float(r[11]),
-            salience=float(r[12]),
+            importance=importance,
+            salience=salience,
             stability_days=float(r[13]),
             difficulty=float(r[14]),
             last_review=from_us(r[15]),
             access_count=int(r[16]),
             archived=r[17] is not None,
-            about=about,
+            about=entities(r[9], r[19], about),
             metadata={} if r[7] == "{}" else json.loads(r[7]),
         )
 
@@ -293,11 +331,12 @@ class RepositoryCore:
         if not f.include_archived:
             clauses.append("a.archived_at_us IS NULL")
         if f.about is not None:
+            keys = placeholders(len(f.about))
             clauses.append(
-                "a.id IN (SELECT memory_id FROM am_about WHERE org_id = ? AND agent_id = ?"
-                f" AND key IN ({placeholders(len(f.about))}))"
+                f"(a.speaker_key IN ({keys}) OR a.id IN (SELECT memory_id FROM am_about"
+                f" WHERE org_id = ? AND agent_id = ? AND key IN ({keys})))"
             )
-            params.extend((*self._scope, *f.about))
+            params.extend((*f.about, *self._scope, *f.about))
         if f.as_of_us is None and not f.any_validity:
             # The current view: a superseded or retracted fact is history, not knowledge.
             clauses.append("a.id NOT IN (SELECT id FROM am_fact WHERE valid_to_us IS NOT NULL)")
@@ -362,7 +401,7 @@ class RepositoryCore:
         """Append (memory id, time) accesses and bump each memory's counters."""
         tx.executemany("INSERT INTO am_access (memory_id, at_us) VALUES (?, ?)", accesses)
         tx.executemany(
-            "UPDATE am_memory SET access_count = access_count + 1,"
+            "UPDATE memory SET access_count = access_count + 1,"
             " last_access_us = max(coalesce(last_access_us, 0), ?) WHERE id = ?",
             [(at, mid) for mid, at in accesses],
         )
@@ -381,15 +420,16 @@ class RepositoryCore:
     ) -> None:
         """Store a memory's FSRS state after feedback."""
         tx.execute(
-            "UPDATE am_memory SET stability = ?, difficulty = ?, last_review_us = ? WHERE id = ?",
+            "UPDATE memory SET stability = ?, difficulty = ?, last_review_us = ? WHERE id = ?",
             (stability, difficulty, at_us, memory_id),
         )
 
     def decay_rows(
         self,
-    ) -> list[tuple[str, int, str, float, float, int, float | None, float, int | None]]:
+    ) -> list[tuple[str, int, str, float, float | None, int, float | None, float, int | None]]:
         """(id, label, type, stability, salience, last_review_us, retrievability,
-        importance, archived_at_us) of every memory in scope, by id."""
+        importance, archived_at_us) of every memory in scope, by id; salience is None
+        where it was never computed (``fill_salience``)."""
         return [
             tuple(r)
             for r in self._q(
@@ -400,11 +440,48 @@ class RepositoryCore:
             )
         ]
 
+    def missing_salience(
+        self, ids: Sequence[str] | None = None, tx: WriteTx | None = None
+    ) -> dict[str, float]:
+        """The salience of memories that have none stored yet (of ``ids``, or of the
+        whole scope), computed from their text, by id (``fill_salience`` stores it)."""
+        sql = (
+            "SELECT id, content, importance FROM memory WHERE org_id = ? AND agent_id = ?"
+            " AND type IS NOT NULL AND salience IS NULL AND archived_at_us IS NULL"
+        )
+        rows: list[Any] = []
+        if ids is None:
+            rows = self._q(sql, self._scope, tx)
+        else:
+            for part in batches(list(ids)):
+                rows += self._q(
+                    f"{sql} AND id IN ({placeholders(len(part))})", (*self._scope, *part), tx
+                )
+        return {str(mid): text_salience(text, float(imp)) for mid, text, imp in rows}
+
+    def fill_salience(self, tx: WriteTx, ids: Sequence[str] | None = None) -> dict[str, float]:
+        """Compute and store the salience of memories that have none yet (of ``ids``, or
+        of the whole scope): before consolidation decays them, and before archive moves
+        their text away. Returns what it stored, by id."""
+        filled = self.missing_salience(ids, tx)
+        tx.executemany(
+            "UPDATE memory SET salience = ? WHERE id = ?", [(v, k) for k, v in filled.items()]
+        )
+        return filled
+
     def live_texts(self) -> list[tuple[str, str, int, int | None, int, float, float]]:
         """(id, content, created_at_us, last_access_us, access_count, salience,
         importance) of every live, unarchived memory of the scope, by id."""
         return [
-            tuple(r)
+            (
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5] if r[5] is not None else text_salience(r[1], r[6]),
+                r[6],
+            )
             for r in self._q(
                 "SELECT a.id, m.content, a.created_at_us, a.last_access_us, a.access_count,"
                 " a.salience, a.importance FROM am_memory a JOIN memory m ON m.label = a.label"
@@ -416,7 +493,7 @@ class RepositoryCore:
 
     def set_retrievability(self, tx: WriteTx, values: Sequence[tuple[float, str]]) -> None:
         """Store each (R, id) snapshot."""
-        tx.executemany("UPDATE am_memory SET retrievability = ? WHERE id = ?", values)
+        tx.executemany("UPDATE memory SET retrievability = ? WHERE id = ?", values)
 
     # ------------------------------------------------------------------ history
     def append_history(
@@ -542,7 +619,7 @@ class RepositoryCore:
     def set_confidence(self, tx: WriteTx, fact_id: str, confidence: float) -> None:
         """Change a fact's (and its memory's) confidence."""
         tx.execute("UPDATE am_fact SET confidence = ? WHERE id = ?", (confidence, fact_id))
-        tx.execute("UPDATE am_memory SET confidence = ? WHERE id = ?", (confidence, fact_id))
+        tx.execute("UPDATE memory SET confidence = ? WHERE id = ?", (confidence, fact_id))
 
     # ------------------------------------------------------------------ edges
     def add_edges(
@@ -625,10 +702,10 @@ class RepositoryCore:
         cond = {
             "id": "id = ?",
             "conversation_id": "conversation_id = ?",
-            "about": "id IN (SELECT memory_id FROM am_about WHERE org_id = ? AND agent_id = ?"
-            " AND key = ?)",
+            "about": "(speaker_key = ? OR id IN (SELECT memory_id FROM am_about"
+            " WHERE org_id = ? AND agent_id = ? AND key = ?))",
         }[selector]
-        extra = (*self._scope, value) if selector == "about" else (value,)
+        extra = (value, *self._scope, value) if selector == "about" else (value,)
         rows = self._q(
             f"SELECT id, label FROM am_memory WHERE org_id = ? AND agent_id = ? AND {cond}"
             " ORDER BY id",
@@ -645,4 +722,5 @@ __all__ = [
     "RepositoryCore",
     "Row",
     "batches",
+    "entities",
 ]

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..memory.records import from_us
 from ..memory.rows import placeholders
+from .records import entity_key
 from .repo_core import NewMemory, RepositoryCore, batches
+from .schema import AM_MEMORY_COLUMNS, LAYER_COLUMNS
+
+# The layer's columns in an ``am_memory`` row as forget keeps it (after id and label,
+# the org, agent, conversation, created_at and fingerprint of the memory row itself).
+_KEPT = [n for n, _ in LAYER_COLUMNS if n != "speaker_key"]
+_KEPT_AT = {n: AM_MEMORY_COLUMNS.replace(" ", "").split(",").index(n) for n in _KEPT}
 
 if TYPE_CHECKING:
     from ..memory.tx import WriteTx
@@ -37,8 +44,9 @@ class LifecycleRows(RepositoryCore):
                 " WHERE label = ?",
                 (label,),
             )[0]
-            am = tx.query("SELECT * FROM am_memory WHERE id = ?", (mid,))[0]
+            am = tx.query(f"SELECT {AM_MEMORY_COLUMNS} FROM am_memory WHERE id = ?", (mid,))[0]
             about = tx.query("SELECT entity, key FROM am_about WHERE memory_id = ?", (mid,))
+            keys = [a[1] for a in about] + ([am[-1]] if am[-1] is not None else [])
             fact = tx.query("SELECT * FROM am_fact WHERE id = ?", (mid,))
             proc = tx.query("SELECT * FROM am_procedure WHERE id = ?", (mid,))
             edges = tx.query("SELECT * FROM am_edge WHERE src = ? OR dst = ?", (mid, mid))
@@ -59,7 +67,7 @@ class LifecycleRows(RepositoryCore):
                     token,
                     *self._scope,
                     mem[4],
-                    json.dumps([a[1] for a in about]),
+                    json.dumps(sorted(set(keys))),
                     at_us,
                     until_us,
                     json.dumps(payload),
@@ -73,7 +81,6 @@ class LifecycleRows(RepositoryCore):
         for part in batches(list(ids)):
             ph, args = placeholders(len(part)), list(part)
             for table, col in (
-                ("am_memory", "id"),
                 ("am_about", "memory_id"),
                 ("am_fact", "id"),
                 ("am_procedure", "id"),
@@ -106,14 +113,24 @@ class LifecycleRows(RepositoryCore):
     ) -> None:
         """Put the layer's rows of forgotten memories back (their memory rows were just
         re-inserted through ``tx`` under ``labels``) and empty their undo entries."""
+        speakers: set[str] = set()
         for p, label in zip(payloads, labels, strict=True):
             am = list(p["am_memory"])
-            am[1] = label
-            tx.execute(f"INSERT INTO am_memory VALUES ({placeholders(len(am))})", am)
+            # A payload kept before the layer's columns moved into the memory row has no
+            # speaker key, and its speaker among its am_about rows.
+            speaker = am[_KEPT_AT["speaker"]]
+            key = entity_key(speaker) if speaker is not None else None
+            tx.execute(
+                f"UPDATE memory SET ({', '.join(_KEPT)}, speaker_key) ="
+                f" ({placeholders(len(_KEPT) + 1)}) WHERE label = ?",
+                (*(am[_KEPT_AT[n]] for n in _KEPT), key, label),
+            )
+            if key is not None:
+                speakers.add(key)
             tx.executemany(
                 "INSERT OR IGNORE INTO am_about (memory_id, org_id, agent_id, entity, key)"
                 " VALUES (?,?,?,?,?)",
-                [(am[0], *self._scope, e, k) for e, k in p["about"]],
+                [(am[0], *self._scope, e, k) for e, k in p["about"] if k != key],
             )
             for table, row in (("am_fact", p["fact"]), ("am_procedure", p["procedure"])):
                 if row is not None:
@@ -121,6 +138,7 @@ class LifecycleRows(RepositoryCore):
             for e in p["edges"]:
                 tx.execute(f"INSERT OR IGNORE INTO am_edge VALUES ({placeholders(len(e))})", e)
             tx.execute("DELETE FROM am_forgotten WHERE memory_id = ?", (am[0],))
+        self._add_speakers(tx, speakers)
 
     def forgotten_select(self, selector: str, value: str) -> list[str]:
         """Ids in the undo area chosen like ``select`` (erase reaches them too)."""
@@ -168,12 +186,24 @@ class LifecycleRows(RepositoryCore):
             tx.execute(f"DELETE FROM am_access WHERE memory_id IN ({ph})", args)
             tx.execute(f"DELETE FROM am_forgotten WHERE memory_id IN ({ph})", args)
         tx.delete_labels([label for _, label in chosen])
+        self._prune_speakers(tx)
         tx.execute(
             "INSERT INTO am_tombstone (org_id, agent_id, at_us, selector, count, ids)"
             " VALUES (?,?,?,?,?,?)",
             (*self._scope, at_us, selector, len(ids), json.dumps(ids)),
         )
         tx.executemany("INSERT OR IGNORE INTO am_purge (memory_id) VALUES (?)", [(i,) for i in ids])
+
+    def _prune_speakers(self, tx: WriteTx) -> None:
+        """Forget the speakers of this scope no live memory has any more (after erase or
+        a purge: a speaker's name is not kept once what they said is gone; an undo adds
+        a forgotten memory's speaker back)."""
+        tx.execute(
+            "DELETE FROM am_speaker WHERE org_id = ?1 AND agent_id = ?2 AND NOT EXISTS"
+            " (SELECT 1 FROM memory m WHERE m.org_id = ?1 AND m.agent_id = ?2"
+            " AND m.speaker_key = am_speaker.key)",
+            self._scope,
+        )
 
     def pending_purge(self) -> list[str]:
         """Ids erased whose cleanup after the commit has not finished (any scope)."""
@@ -224,13 +254,15 @@ class LifecycleRows(RepositoryCore):
 
     def mark_archived(self, tx: WriteTx, rows: Sequence[tuple[str, int, str]], at_us: int) -> None:
         """The text of (id, label, digest) rows is now in the archive: the memory row keeps
-        kind ``archived`` and a pointer instead of it (its vector and keywords stay)."""
+        kind ``archived`` and a pointer instead of it (its vector and keywords stay). Its
+        salience is computed first if it never was: it needs the text."""
+        self.fill_salience(tx, [mid for mid, _, _ in rows])
         tx.executemany(
             "UPDATE memory SET content = ?, metadata = '{}', kind = 'archived' WHERE label = ?",
             [(f"archived:memory.archive.db/{mid}", label) for mid, label, _ in rows],
         )
         tx.executemany(
-            "UPDATE am_memory SET archived_at_us = ?, archive_digest = ? WHERE id = ?"
+            "UPDATE memory SET archived_at_us = ?, archive_digest = ? WHERE id = ?"
             " AND archived_at_us IS NULL",
             [(at_us, digest, mid) for mid, _, digest in rows],
         )
@@ -242,7 +274,7 @@ class LifecycleRows(RepositoryCore):
             (content, metadata, label),
         )
         tx.execute(
-            "UPDATE am_memory SET archived_at_us = NULL, archive_digest = NULL WHERE id = ?",
+            "UPDATE memory SET archived_at_us = NULL, archive_digest = NULL WHERE id = ?",
             (mid,),
         )
 
@@ -284,14 +316,14 @@ class LifecycleRows(RepositoryCore):
 
     def set_promoted(self, tx: WriteTx, ids: Sequence[str], to: str) -> None:
         """These episodes made (or joined) the semantic memory ``to``."""
-        tx.executemany("UPDATE am_memory SET promoted_to = ? WHERE id = ?", [(to, i) for i in ids])
+        tx.executemany("UPDATE memory SET promoted_to = ? WHERE id = ?", [(to, i) for i in ids])
 
     def add_access_counts(self, tx: WriteTx, into: str, from_ids: Sequence[str]) -> None:
         """Fold the access counts of merged twins into the one kept."""
         for part in batches(list(from_ids)):
             tx.execute(
-                "UPDATE am_memory SET access_count = access_count + (SELECT coalesce(sum("
-                f"access_count), 0) FROM am_memory WHERE id IN ({placeholders(len(part))}))"
+                "UPDATE memory SET access_count = access_count + (SELECT coalesce(sum("
+                f"access_count), 0) FROM memory WHERE id IN ({placeholders(len(part))}))"
                 " WHERE id = ?",
                 (*part, into),
             )
@@ -309,12 +341,17 @@ class LifecycleRows(RepositoryCore):
         ]
 
     def orphans(self) -> list[str]:
-        """Layer rows whose memory row is gone (deleted through the memory store)."""
+        """Ids with layer rows (entities, a fact, a procedure) whose memory row is gone:
+        deleted through the memory store (which deletes the layer's columns with the
+        row) and not forgotten (a forget moves those rows into its undo area)."""
         return [
             str(r[0])
             for r in self._q(
-                "SELECT id FROM am_memory a WHERE org_id = ? AND agent_id = ? AND NOT EXISTS"
-                " (SELECT 1 FROM memory m WHERE m.label = a.label)",
+                "SELECT memory_id FROM am_about WHERE org_id = ?1 AND agent_id = ?2"
+                " UNION SELECT id FROM am_fact WHERE org_id = ?1 AND agent_id = ?2"
+                " UNION SELECT id FROM am_procedure WHERE org_id = ?1 AND agent_id = ?2"
+                " EXCEPT SELECT id FROM memory WHERE org_id = ?1 AND agent_id = ?2"
+                " ORDER BY 1",
                 self._scope,
             )
         ]
@@ -323,12 +360,14 @@ class LifecycleRows(RepositoryCore):
         """Delete memories for good (expired, or orphaned), with their layer rows."""
         self._drop_layer_rows(tx, [mid for mid, _ in chosen])
         tx.delete_labels([label for _, label in chosen if label >= 0])
+        self._prune_speakers(tx)
 
     def schedule_purge(self, tx: WriteTx, ids: Sequence[str]) -> None:
         """Empty undo entries whose window passed, leaving their cleanup pending exactly
         like an erase's (``am_purge``)."""
         tx.executemany("DELETE FROM am_forgotten WHERE memory_id = ?", [(i,) for i in ids])
         self._drop_references(tx, ids)
+        self._prune_speakers(tx)
         tx.executemany("INSERT OR IGNORE INTO am_purge (memory_id) VALUES (?)", [(i,) for i in ids])
 
     # ------------------------------------------------------------------ adoption
@@ -347,7 +386,7 @@ class LifecycleRows(RepositoryCore):
             for r in self._q(
                 "SELECT m.label, m.id, m.conversation_id, m.content, m.created_at_us"
                 " FROM memory m WHERE m.label > ? AND m.org_id = ? AND m.agent_id = ?"
-                " AND NOT EXISTS (SELECT 1 FROM am_memory a WHERE a.label = m.label)"
+                " AND m.type IS NULL"
                 " ORDER BY m.label LIMIT ?",
                 (after, *self._scope, limit),
                 tx,
@@ -368,31 +407,23 @@ class LifecycleRows(RepositoryCore):
             if not rows and any(r[0] <= reached for r in self.unadopted(1, tx)[0]):
                 return  # a row came in meanwhile: the next open adopts it
             tx.executemany(
-                "INSERT OR IGNORE INTO am_memory (id, label, org_id, agent_id, conversation_id,"
-                " type, speaker, created_at_us, fingerprint, confidence, importance, salience,"
-                " stability, difficulty, last_review_us)"
-                " SELECT ?, ?, ?, ?, ?, ?, ?, ?, fingerprint, ?, ?, ?, ?, ?, ? FROM memory"
-                " WHERE label = ?",
+                "UPDATE memory SET type = ?, speaker = ?, speaker_key = ?, confidence = ?,"
+                " importance = ?, stability = ?, difficulty = ? WHERE label = ? AND type IS NULL",
                 [
                     (
-                        mid,
-                        label,
-                        *self._scope,
-                        conv,
                         m.type,
                         m.speaker,
-                        created,
+                        m.speaker_key,
                         m.confidence,
                         m.importance,
-                        m.salience,
                         m.stability,
                         m.difficulty,
-                        created,
                         label,
                     )
-                    for (label, mid, conv, _, created), m in zip(rows, metas, strict=True)
+                    for (label, _, _, _, _), m in zip(rows, metas, strict=True)
                 ],
             )
+            self._add_speakers(tx, {m.speaker_key for m in metas if m.speaker_key})
             tx.execute(
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key)"
                 " DO UPDATE SET value = excluded.value",

@@ -4,9 +4,11 @@ The memory text stays in the memory store's ``memory`` table (so its HNSW and FT
 indexes and every recall path keep working and stay scoped); this module keeps the
 layer's own tables beside it in the same encrypted ``memory.db``:
 
-- ``am_memory``: one row per agent memory (type, speaker, confidence, decay state,
-  access counts, archive state), keyed by the memory's id and its current label;
-- ``am_about``: which entities a memory is about;
+- the layer's columns of each ``memory`` row (type, speaker, confidence, decay state,
+  access counts, archive state; added by the layer's schema v4, so a turn is one row
+  insert), read through the ``am_memory`` view (the rows that are the layer's);
+- ``am_about``: which entities a memory is about, beside its speaker (a column);
+  ``am_speaker``: each scope's speakers, once;
 - ``am_fact`` / ``am_procedure``: subject–predicate–object beliefs and action outcomes;
 - ``am_edge``: typed links (supersedes, semantic, causal, ...);
 - ``am_access``: the access log (every memory a recall returned);
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..memory.rows import placeholders
 from .records import Procedure
-from .repo_core import READ_COLUMNS, Candidate, Filter, NewMemory, Row, batches
+from .repo_core import READ_COLUMNS, Candidate, Filter, NewMemory, Row, batches, entities
 from .repo_lifecycle import LifecycleRows
 from .schema import SCHEMA_VERSION
 
@@ -180,6 +182,7 @@ class SqliteRepository(LifecycleRows):
             str(r[0])
             for r in self._q(
                 "SELECT id FROM am_memory WHERE org_id = ? AND agent_id = ? AND type = 'semantic'"
+                " AND type <> 'episodic'"  # the notes' index (memory_note)
                 " AND access_count >= ? AND archived_at_us IS NULL"
                 " AND id NOT IN (SELECT memory_id FROM am_core)"
                 " AND id NOT IN (SELECT id FROM am_fact WHERE valid_to_us IS NOT NULL)"
@@ -432,9 +435,19 @@ class SqliteRepository(LifecycleRows):
     def known_entities(self, keys: Sequence[str]) -> set[str]:
         """Which of ``keys`` are entities some memory of this scope is about."""
         sql = (
-            "SELECT DISTINCT key FROM am_about WHERE key IN ({in}) AND org_id = ? AND agent_id = ?"
+            "SELECT key FROM am_speaker WHERE key IN ({in}) AND org_id = ? AND agent_id = ?"
+            " UNION SELECT key FROM am_about WHERE key IN ({in}) AND org_id = ? AND agent_id = ?"
         )
-        return {str(r[0]) for r in self._each(sql, keys, self._scope)}
+        found: set[str] = set()
+        for part in batches(list(keys)):
+            ph = placeholders(len(part))
+            found.update(
+                str(r[0])
+                for r in self._q(
+                    sql.format(**{"in": ph}), (*part, *self._scope, *part, *self._scope)
+                )
+            )
+        return found
 
     def labels_about(self, labels: Sequence[int], keys: Sequence[str]) -> set[int]:
         """Which of ``labels`` are about any of the entity ``keys``."""
@@ -445,10 +458,11 @@ class SqliteRepository(LifecycleRows):
             out.update(
                 int(r[0])
                 for r in self._q(
-                    "SELECT DISTINCT a.label FROM am_memory a JOIN am_about b ON b.memory_id"
-                    f" = a.id WHERE a.label IN ({placeholders(len(part))})"
-                    f" AND b.key IN ({placeholders(len(keys))})",
-                    (*part, *keys),
+                    "SELECT a.label FROM am_memory a WHERE a.label IN"
+                    f" ({placeholders(len(part))}) AND (a.speaker_key IN"
+                    f" ({placeholders(len(keys))}) OR EXISTS (SELECT 1 FROM am_about b"
+                    f" WHERE b.memory_id = a.id AND b.key IN ({placeholders(len(keys))})))",
+                    (*part, *keys, *keys),
                 )
             )
         return out
@@ -496,8 +510,16 @@ class SqliteRepository(LifecycleRows):
             " ORDER BY a.created_at_us DESC, a.label DESC LIMIT ? OFFSET ?",
             (*self._scope, *self._scope, f.now_us, *params, limit, offset),
         )
-        about = self._about([r[1] for r in rows])
+        about = self._about_rows([r[1] for r in rows])
         return [Row(r[0], self._memory(r, about.get(r[1], ())), r[18]) for r in rows]
 
 
-__all__ = ["Candidate", "Filter", "NewMemory", "Row", "SCHEMA_VERSION", "SqliteRepository"]
+__all__ = [
+    "Candidate",
+    "Filter",
+    "NewMemory",
+    "Row",
+    "SCHEMA_VERSION",
+    "SqliteRepository",
+    "entities",
+]

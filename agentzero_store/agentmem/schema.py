@@ -4,16 +4,106 @@ version, each run in one transaction (``RepositoryCore.migrate``). What each tab
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..base.errors import SchemaVersionError
+from .records import entity_key
 
 if TYPE_CHECKING:
     from ..memory.store import SqliteMemoryStore
+    from ..memory.tx import WriteTx
+
+# A migration step: SQL statements (separated by ";\n"), or a function of the open
+# write transaction for a step that needs Python (entity keys are NFKC case folds).
+Step = str | Callable[["WriteTx"], None]
 
 SCHEMA_KEY = "agentmem_schema"
-MIGRATIONS: tuple[str, ...] = (
+
+# The layer's columns of a memory row (v4 adds them to the store's ``memory`` table),
+# in the order of the ``am_memory`` view after id and label. ``type`` is NULL until a
+# row is the layer's (written by it, or adopted); ``salience`` is NULL until first
+# needed (``parts.salience_of``: text heuristics kept off the write path).
+LAYER_COLUMNS = (
+    ("type", "TEXT CHECK (type IN ('episodic', 'semantic', 'procedural'))"),
+    ("speaker", "TEXT"),
+    ("confidence", "REAL"),
+    ("importance", "REAL"),
+    ("salience", "REAL"),
+    ("stability", "REAL"),  # FSRS S, days
+    ("difficulty", "REAL"),  # FSRS D, 1..10
+    ("last_review_us", "INTEGER"),  # NULL: never reviewed (the view shows created_at_us)
+    ("access_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("last_access_us", "INTEGER"),
+    ("retrievability", "REAL"),  # R at the last consolidation
+    ("archived_at_us", "INTEGER"),  # not NULL: the text is in the archive
+    ("archive_digest", "TEXT"),  # sha256 the archive must match
+    ("promoted_to", "TEXT"),  # episodes: the semantic memory they made
+    ("speaker_key", "TEXT"),  # records.entity_key(speaker)
+)
+# What ``am_memory`` shows, in the order its table had (forget payloads written before
+# v4 keep that order: [18] archived_at_us, [19] archive_digest), then speaker_key.
+AM_MEMORY_COLUMNS = (
+    "id, label, org_id, agent_id, conversation_id, type, speaker, created_at_us, fingerprint,"
+    " confidence, importance, salience, stability, difficulty, last_review_us, access_count,"
+    " last_access_us, retrievability, archived_at_us, archive_digest, promoted_to, speaker_key"
+)
+
+
+def _fold_into_memory_rows(tx: WriteTx) -> None:
+    """v4: the layer's row of a memory becomes columns of its ``memory`` row.
+
+    Before, every memory had a second row in ``am_memory`` (five B-trees: the table, its
+    id and label keys, a scope and a conversation index) and the speaker an ``am_about``
+    row (two more): a turn cost the layer more than the store's own insert. Now a turn is
+    one wider row; ``am_memory`` is a view of the memory rows that are the layer's (so
+    every read keeps its shape); only notes (not episodic) are indexed by type and
+    fingerprint, for ``remember``'s duplicate check and the core-fact lists; a turn's
+    conversation order is the store's scope index (org, agent, conversation, time,
+    label). The speaker is a column, not an ``am_about`` row; ``am_speaker`` lists each
+    scope's speakers once, for the entity signal. One transaction, like every step.
+    """
+    for name, decl in LAYER_COLUMNS:
+        tx.execute(f"ALTER TABLE memory ADD COLUMN {name} {decl}")
+    moved = [n for n, _ in LAYER_COLUMNS if n != "speaker_key"]
+    cols = ", ".join(moved)
+    tx.execute(
+        f"UPDATE memory SET ({cols}) = (SELECT {cols} FROM am_memory a"
+        " WHERE a.label = memory.label) WHERE label IN (SELECT label FROM am_memory)"
+    )
+    speakers = tx.query("SELECT DISTINCT speaker FROM memory WHERE speaker IS NOT NULL")
+    tx.executemany(
+        "UPDATE memory SET speaker_key = ? WHERE speaker = ?",
+        [(entity_key(str(r[0])), r[0]) for r in speakers],
+    )
+    tx.execute(
+        "DELETE FROM am_about WHERE (memory_id, key) IN"
+        " (SELECT id, speaker_key FROM memory WHERE speaker_key IS NOT NULL)"
+    )
+    tx.execute("DROP TABLE am_memory")
+    shown = AM_MEMORY_COLUMNS.replace(
+        "last_review_us", "coalesce(last_review_us, created_at_us) AS last_review_us"
+    )
+    tx.execute(f"CREATE VIEW am_memory AS SELECT {shown} FROM memory WHERE type IS NOT NULL")
+    tx.execute(
+        "CREATE INDEX memory_note ON memory (org_id, agent_id, type, created_at_us)"
+        " WHERE type <> 'episodic'"
+    )
+    tx.execute(
+        "CREATE INDEX memory_note_fp ON memory (org_id, agent_id, fingerprint)"
+        " WHERE type <> 'episodic'"
+    )
+    tx.execute(
+        "CREATE TABLE am_speaker (org_id TEXT NOT NULL, agent_id TEXT NOT NULL,"
+        " key TEXT NOT NULL, PRIMARY KEY (org_id, agent_id, key)) WITHOUT ROWID"
+    )
+    tx.execute(
+        "INSERT OR IGNORE INTO am_speaker (org_id, agent_id, key) SELECT DISTINCT org_id,"
+        " agent_id, speaker_key FROM memory WHERE speaker_key IS NOT NULL"
+    )
+
+
+MIGRATIONS: tuple[Step, ...] = (
     """
     CREATE TABLE am_memory (
         id              TEXT PRIMARY KEY,
@@ -200,13 +290,17 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (org_id, agent_id, name)
     ) WITHOUT ROWID;
     """,
+    # v4: the layer's columns move into the memory row (see the function).
+    _fold_into_memory_rows,
 )
 
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def migrate_chain(store: SqliteMemoryStore, key: str, migrations: Sequence[str], what: str) -> None:
+def migrate_chain(
+    store: SqliteMemoryStore, key: str, migrations: Sequence[Step], what: str
+) -> None:
     """Bring the chain of ``migrations`` recorded under meta ``key`` up to date: version
     N is ``migrations[N - 1]``, each step in one transaction that also records it. The
     version is read again under the write lock before each step, so two processes that
@@ -227,10 +321,22 @@ def migrate_chain(store: SqliteMemoryStore, key: str, migrations: Sequence[str],
         with store.transaction() as tx:
             if version(tx.query(sql, (key,))) >= target:
                 continue  # another process ran this step meanwhile
-            for stmt in migrations[target - 1].split(";\n"):
-                if stmt.strip():
-                    tx.execute(stmt)
+            step = migrations[target - 1]
+            if callable(step):
+                step(tx)
+            else:
+                for stmt in step.split(";\n"):
+                    if stmt.strip():
+                        tx.execute(stmt)
             tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(target)))
 
 
-__all__ = ["MIGRATIONS", "SCHEMA_KEY", "SCHEMA_VERSION", "migrate_chain"]
+__all__ = [
+    "AM_MEMORY_COLUMNS",
+    "LAYER_COLUMNS",
+    "MIGRATIONS",
+    "SCHEMA_KEY",
+    "SCHEMA_VERSION",
+    "Step",
+    "migrate_chain",
+]

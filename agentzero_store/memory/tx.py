@@ -24,11 +24,14 @@ class WriteTx:
         self.rows_changed = False  # a memory row was inserted or deleted (the feed moved)
         self.wrote = False  # any statement ran
 
-    def insert(self, prepared: write.Prepared) -> list[tuple[str, int]]:
-        """Insert prepared entries (``SqliteMemoryStore.prepare``); their (id, label)."""
+    def insert(
+        self, prepared: write.Prepared, extra: write.ExtraColumns | None = None
+    ) -> list[tuple[str, int]]:
+        """Insert prepared entries (``SqliteMemoryStore.prepare``); their (id, label).
+        ``extra``: the values of a layer's own columns of the same rows."""
         if not prepared.entries:
             return []
-        written = write.insert(self._c, prepared)
+        written = write.insert(self._c, prepared, extra)
         self.rows_changed = self.rows_changed or bool(written)
         self.wrote = True
         return written

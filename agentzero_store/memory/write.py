@@ -111,30 +111,46 @@ def append_many(
     return p.ids
 
 
-def insert(c: Any, p: Prepared) -> list[tuple[str, int]]:
+@dataclass(frozen=True)
+class ExtraColumns:
+    """Values of columns a layer above added to the ``memory`` row (its own migrations
+    add them), written by the same INSERT: one tuple per prepared entry, in order."""
+
+    names: tuple[str, ...]
+    rows: Sequence[tuple[Any, ...]]
+
+
+def insert(c: Any, p: Prepared, extra: ExtraColumns | None = None) -> list[tuple[str, int]]:
     """Insert prepared entries inside the caller's write transaction; returns the
     (id, label) of each row written (identical re-sends of stored memories are skipped).
+    ``extra``: more columns of the same rows (see ``ExtraColumns``).
 
     Batched: vectors are validated and normalised as one matrix, and each table gets one
     ``executemany`` with labels chosen here (see ``_next_label``), instead of per-row
     ``execute`` calls that read each label back.
     """
     entries, vecs, ids = p.entries, p.vecs, p.ids
+    more: Sequence[tuple[Any, ...]] = extra.rows if extra else [()] * len(entries)
+    if extra is not None and len(more) != len(entries):
+        raise InvalidArgumentError(f"{len(entries)} entries but {len(more)} extra rows")
     keep = _not_yet_stored(c, entries)
     if len(keep) < len(entries):  # identical re-sends: already stored, write nothing
         if not keep:
             return []
         entries, vecs = [entries[i] for i in keep], [vecs[i] for i in keep]
+        more = [more[i] for i in keep]
     written = [ids[i] for i in keep] if len(keep) < len(ids) else ids
     dim = _ensure_dim(c, p.model, vecs)
     blobs = _blobs(vecs, dim)
     first = _next_label(c)
     labels = range(first, first + len(entries))
     now_us, model = p.now_us, p.model
+    names = "".join(f", {n}" for n in extra.names) if extra else ""
     c.executemany(
         "INSERT INTO memory (label, id, role, content, created_at_us, conversation_id,"
-        " org_id, agent_id, expires_at_us, kind, source, metadata, fingerprint,"
-        " embedding_model) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        f" org_id, agent_id, expires_at_us, kind, source, metadata, fingerprint,"
+        f" embedding_model{names}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+        f"{',?' * len(extra.names) if extra else ''})",
         [
             (
                 label,
@@ -152,8 +168,9 @@ def insert(c: Any, p: Prepared) -> list[tuple[str, int]]:
                 json.dumps(dict(e.metadata), sort_keys=True) if e.metadata else "{}",
                 e.fingerprint(),
                 (e.embedding_model or model) if blob is not None else None,
+                *x,
             )
-            for label, eid, e, blob in zip(labels, written, entries, blobs, strict=True)
+            for label, eid, e, blob, x in zip(labels, written, entries, blobs, more, strict=True)
         ],
     )
     c.executemany(
@@ -328,6 +345,7 @@ def delete_labels(c: Any, labels: Sequence[int]) -> None:
 
 
 __all__ = [
+    "ExtraColumns",
     "Prepared",
     "append_many",
     "check_embedder",

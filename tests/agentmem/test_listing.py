@@ -83,8 +83,7 @@ def test_kind_is_the_stored_kind(mem: AgentMemory) -> None:
     )
     prepared = mem.store.prepare([entry], None)
     with mem.repo.transaction() as tx:
-        written = tx.insert(prepared)
-        mem.repo.insert(tx, prepared, written, [new_memory(mem.config, "episodic", "x")])
+        mem.repo.insert(tx, prepared, [new_memory(mem.config, "episodic")])
     assert listed(mem, kind="granted") == ["granted by the user"]
     assert listed(mem, kind="self_noted") == ["noted by the agent itself"]
     assert listed(mem, kind="recalled") == []
