@@ -191,10 +191,13 @@ class Inspector:
         conversation: str | None,
         archived: Archived,
         page: int,
+        kind: str | None = None,
     ) -> tuple[list[Memory], bool]:
-        """One page of memories, newest first, and whether there is a next page."""
+        """One page of memories, newest first, and whether there is a next page.
+        ``kind``: how they came to be remembered (``memory.records.KINDS``)."""
         with self._reading() as mem:
             found = mem.memories(
+                kind=kind,
                 types=type_,
                 conversation_id=conversation,
                 archived=archived,
