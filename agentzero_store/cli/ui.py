@@ -67,7 +67,7 @@ def ui(
         pinned=org is not None,  # and so is agent (checked above)
         embedder=make_embedder(embedder),
         config=store_config(),
-        verify=lambda: verify_store(root, cred).to_dict(),
+        verify=lambda tell: verify_store(root, cred, tell).to_dict(),
     )
     inspector = Inspector.open(settings)
     try:

@@ -101,7 +101,7 @@ def serving(
         config=FAST,
         pinned=pinned,
         embedder=embedder,
-        verify=lambda: verify_store(data_dir, cred).to_dict(),
+        verify=lambda tell: verify_store(data_dir, cred, tell).to_dict(),
     )
     inspector = Inspector.open(settings)
     sock = bind(0)

@@ -147,6 +147,9 @@ def test_health_jobs_run_in_the_background(served: Served, client: httpx.Client)
     assert 'data-poll="' in job_page and "<progress" in job_page
     job = _finish(client, r.headers["location"])
     assert job["state"] == "done" and job["result"]["clean"] is True, job
+    # Told after each check (keys, ledger, databases, log, each index), the last one last.
+    assert job["done"] == job["total"] > 5, job
+    assert job["step"] == list(job["result"]["checked"]["sidecars"])[-1], job
     r = client.post("/jobs/start/consolidate", data={"csrf": csrf, "dry_run": "1"})
     job = _finish(client, r.headers["location"])
     assert job["state"] == "done" and job["result"]["dry_run"] is True, job
