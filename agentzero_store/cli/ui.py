@@ -27,11 +27,15 @@ def ui(
     ] = 0,
     org: Annotated[
         str | None,
-        typer.Option("--org", help="Pin the page to this org (default: switch on the page)."),
+        typer.Option(
+            "--org", help="Pin the page to this org's --agent (neither: switch on the page)."
+        ),
     ] = None,
     agent: Annotated[
         str | None,
-        typer.Option("--agent", help="Pin the page to this agent (default: switch on the page)."),
+        typer.Option(
+            "--agent", help="Pin the page to this --org's agent (neither: switch on the page)."
+        ),
     ] = None,
     no_browser: Annotated[
         bool, typer.Option("--no-browser", help="Print the URL only; open no browser.")
@@ -40,7 +44,16 @@ def ui(
 ) -> None:
     """Inspect, search, correct and forget an agent's memories in the browser.
 
-    Served on 127.0.0.1 only, to the browser that opens the printed one-time URL."""
+    Served on 127.0.0.1 only, to the browser that opens the printed one-time URL.
+    --org and --agent pin one agent's memory and come together: one alone would
+    pin the other to "default", which is rarely the memory a person meant."""
+    if (org is None) != (agent is None):
+        given, missing = ("--org", "--agent") if agent is None else ("--agent", "--org")
+        raise InvalidArgumentError(
+            f"{given} pins the page only together with {missing}",
+            hint="give both --org and --agent, or neither: the page then lists every "
+            "agent's memory to switch to",
+        )
     from ..ops.verify import verify_store  # lazily: only this command needs them here
     from ..ui import Inspector, Secrets, Settings, bind, create_app, serve
 
@@ -51,10 +64,10 @@ def ui(
         cred,
         org_id=org or "default",
         agent_id=agent or "default",
-        pinned=org is not None or agent is not None,
+        pinned=org is not None,  # and so is agent (checked above)
         embedder=make_embedder(embedder),
         config=store_config(),
-        verify=lambda: verify_store(root, cred).to_dict(),
+        verify=lambda tell: verify_store(root, cred, tell).to_dict(),
     )
     inspector = Inspector.open(settings)
     try:

@@ -20,7 +20,7 @@ rebuilt on the next open).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +51,9 @@ FIX_REBUILD = "agentzero store rebuild"
 FIX_ROTATE = "agentzero key rotate"
 FIX_ACCEPT = FIX_LOSS
 _PAGE = re.compile(r"page (\d+)")
+Progress = Callable[[str, int, int], None]  # (what was just checked, done, total)
+_STAGES = ("keys.json", "ledger", "memory.db", "memory.archive.db", "rag/index.jsonl")
+MAX_SIDECARS = 3  # the memory's HNSW, the documents' BM25 and HNSW (``_sidecars``)
 MAX_ID_FINDINGS = 100  # per-memory findings of the archive; the rest are counted in one
 
 
@@ -92,8 +95,15 @@ class VerifyReport:
         }
 
 
-def verify_store(root: Path | str, cred: Credential) -> VerifyReport:
-    """Verify the data dir ``root``. A wrong credential raises ``WrongKeyError``."""
+def verify_store(
+    root: Path | str, cred: Credential, progress: Progress | None = None
+) -> VerifyReport:
+    """Verify the data dir ``root``. A wrong credential raises ``WrongKeyError``.
+
+    ``progress(step, done, total)`` is called after each check: the keys, the ledger,
+    memory.db, the archive, the document log, then each index checkpoint. ``total``
+    counts every checkpoint a data dir can have until the ones this one has are known."""
+    tell = progress or (lambda step, done, total: None)
     layout = Layout(Path(root).expanduser())
     report = VerifyReport(str(layout.root))
     try:
@@ -118,11 +128,22 @@ def verify_store(root: Path | str, cred: Credential) -> VerifyReport:
             )
         )
         return report
+    most = len(_STAGES) + MAX_SIDECARS
+    tell(_STAGES[0], 1, most)
     acked = _check_ledger(layout, keys, report)
+    tell(_STAGES[1], 2, most)
     covered, archived = _check_memory(layout, keys, report, acked["memory"])
+    tell(_STAGES[2], 3, most)
     _check_archive(layout, keys, archived, report)
+    tell(_STAGES[3], 4, most)
     log_state = _check_log(layout, keys, report, acked["documents"])
-    _check_sidecars(layout, keys, covered, log_state, report)
+    tell(_STAGES[4], 5, most)
+    sidecars = list(_sidecars(layout, keys, covered, log_state))
+    total = len(_STAGES) + len(sidecars)
+    report.checked["sidecars"] = {}
+    for done, sidecar in enumerate(sidecars, len(_STAGES) + 1):
+        _check_sidecar(keys, *sidecar, report)
+        tell(sidecar[0].name, done, total)
     return report
 
 
@@ -443,43 +464,42 @@ def _sidecars(
         yield layout.rag_hnsw, "hnsw", source_id, log.seq
 
 
-def _check_sidecars(
-    layout: Layout,
+def _check_sidecar(
     keys: StoreKeys,
-    memory_seq: int | None,
-    log: _LogState | None,
+    directory: Path,
+    kind: str,
+    source_id: str,
+    seq: int,
     report: VerifyReport,
 ) -> None:
-    checked: dict[str, Any] = {}
-    for directory, kind, source_id, seq in _sidecars(layout, keys, memory_seq, log):
-        if not (directory / MANIFEST).exists():
-            checked[directory.name] = "no checkpoint (built on the next open)"
-            continue
-        sidecar: Sidecar[object] = Sidecar(
-            directory, _Probe(kind), _SeqSource(source_id, seq), key=keys.sidecar_key
-        )
-        try:
-            manifest, stale = sidecar.verify_checkpoint()
-        except SidecarCorruptError as exc:
-            report.findings.append(Finding(str(directory), MANIFEST, exc.message, FIX_REBUILD))
-            continue
-        if stale is not None:
-            report.findings.append(
-                Finding(
-                    str(directory),
-                    MANIFEST,
-                    f"the checkpoint was built from another {stale} (e.g. before a compaction); "
-                    "it is rebuilt on the next open",
-                    FIX_REBUILD,
-                    "note",
-                )
+    checked: dict[str, Any] = report.checked["sidecars"]
+    if not (directory / MANIFEST).exists():
+        checked[directory.name] = "no checkpoint (built on the next open)"
+        return
+    sidecar: Sidecar[object] = Sidecar(
+        directory, _Probe(kind), _SeqSource(source_id, seq), key=keys.sidecar_key
+    )
+    try:
+        manifest, stale = sidecar.verify_checkpoint()
+    except SidecarCorruptError as exc:
+        report.findings.append(Finding(str(directory), MANIFEST, exc.message, FIX_REBUILD))
+        return
+    if stale is not None:
+        report.findings.append(
+            Finding(
+                str(directory),
+                MANIFEST,
+                f"the checkpoint was built from another {stale} (e.g. before a compaction); "
+                "it is rebuilt on the next open",
+                FIX_REBUILD,
+                "note",
             )
-            continue
-        checked[directory.name] = {
-            "covered_seq": manifest.get("covered_seq"),
-            "entries": manifest.get("entries"),
-        }
-    report.checked["sidecars"] = checked
+        )
+        return
+    checked[directory.name] = {
+        "covered_seq": manifest.get("covered_seq"),
+        "entries": manifest.get("entries"),
+    }
 
 
 __all__ = ["Finding", "VerifyReport", "verify_store"]

@@ -35,7 +35,7 @@ from ..base.errors import (
     InvalidArgumentError,
     NotFoundError,
 )
-from ..memory.records import parse_datetime
+from ..memory.records import KINDS, parse_datetime
 from .inspector import DOC_MODES, MODES, Inspector, Selector
 from .security import Gate, Secrets
 
@@ -110,17 +110,20 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
     def timeline(request: Request) -> HTMLResponse:
         q = request.query_params
         type_ = q.get("type") or None
+        kind = q.get("kind") or None
         conversation = q.get("conversation") or None
         archived = q.get("archived") or "exclude"
         if archived not in ("exclude", "include", "only"):
             raise InvalidArgumentError("archived must be exclude, include or only")
+        if kind == "archived" and archived == "exclude":
+            archived = "only"  # kind "archived" without the archived ones: always empty
         page_no = _int(q.get("page"), 0)
         which: Archived = archived  # type: ignore[assignment]
         memories, more = inspector.timeline(
-            type_=type_, conversation=conversation, archived=which, page=page_no
+            type_=type_, kind=kind, conversation=conversation, archived=which, page=page_no
         )
         pinned, core = inspector.marks()
-        filters = {"type": type_, "conversation": conversation, "archived": archived}
+        filters = {"type": type_, "kind": kind, "conversation": conversation, "archived": archived}
         return page(
             request,
             "timeline.html",
@@ -129,6 +132,7 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
             page_no=page_no,
             filters=filters,
             types=MEMORY_TYPES,
+            kinds=KINDS,
             pinned=pinned,
             core=core,
         )

@@ -57,7 +57,8 @@ class Settings:
     """Where the store is, how it was unlocked, which agent's memory, which embedder.
 
     ``verify`` is handed in by the command line (operations sit beside this package, not
-    below it): a function that verifies the data dir and returns the report as a dict.
+    below it): a function that verifies the data dir, telling its progress to the
+    ``Tell`` it is given after each check, and returns the report as a dict.
     """
 
     data_dir: Path
@@ -67,7 +68,7 @@ class Settings:
     pinned: bool = True  # False: the page may switch to any agent's memory (``switch``)
     embedder: Embedder | None = None
     config: StoreConfig = field(default_factory=StoreConfig)
-    verify: Callable[[], dict[str, Any]] | None = None
+    verify: Callable[[Tell], dict[str, Any]] | None = None
 
     def __repr__(self) -> str:
         return f"Settings({self.data_dir!s}, org={self.org_id!r}, agent={self.agent_id!r})"
@@ -191,10 +192,13 @@ class Inspector:
         conversation: str | None,
         archived: Archived,
         page: int,
+        kind: str | None = None,
     ) -> tuple[list[Memory], bool]:
-        """One page of memories, newest first, and whether there is a next page."""
+        """One page of memories, newest first, and whether there is a next page.
+        ``kind``: how they came to be remembered (``memory.records.KINDS``)."""
         with self._reading() as mem:
             found = mem.memories(
+                kind=kind,
                 types=type_,
                 conversation_id=conversation,
                 archived=archived,
@@ -391,13 +395,7 @@ class Inspector:
         if verify is None:
             raise InvalidArgumentError("verify is not available in this server")
 
-        def work(tell: Tell) -> dict[str, Any]:
-            tell("verifying every file", 0, 1)
-            report = verify()
-            tell("done", 1, 1)
-            return report
-
-        return self.jobs.start("verify", work).id
+        return self.jobs.start("verify", verify).id
 
     def start_consolidate(self, dry_run: bool) -> str:
         """Consolidate in the background (holding the writer role); the job's id."""

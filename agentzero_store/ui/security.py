@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -102,12 +102,14 @@ class Gate:
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         token = query.pop("token", None)
         if token is not None and scope["method"] == "GET":
+            # The answer is built in full before the token is spent: a path it could not
+            # carry must never burn the one way in.
+            start = _redirect_start(_location(scope["path"], query), self._cookie())
             if not self.keys.redeem(token):
                 await _plain(send, 401, "this link was used already: start `agentzero ui` again")
                 return
-            rest = urlencode(query)
-            location = scope["path"] + (f"?{rest}" if rest else "")
-            await _redirect(send, location, self._cookie())
+            await send(start)
+            await send({"type": "http.response.body", "body": b""})
             return
         if not self._has_cookie(headers.get(b"cookie", b"")):
             await _plain(send, 401, "not signed in: open the URL `agentzero ui` printed")
@@ -149,20 +151,26 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _redirect(send: Send, location: str, cookie: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 303,
-            "headers": [
-                (b"location", location.encode("latin-1")),
-                (b"set-cookie", cookie),
-                (b"content-length", b"0"),
-                *SECURITY_HEADERS,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": b""})
+def _location(path: str, query: dict[str, str]) -> str:
+    """Where the login redirect leads: the same path and query without the token, as
+    ASCII (the path percent-encoded again), and only within this app."""
+    if not path.startswith("/") or path.startswith("//"):
+        path = "/"  # "//host/..." in a Location header is another site
+    rest = urlencode(query)
+    return quote(path, safe="/!$&'()*+,;=:@-._~") + (f"?{rest}" if rest else "")
+
+
+def _redirect_start(location: str, cookie: bytes) -> Message:
+    return {
+        "type": "http.response.start",
+        "status": 303,
+        "headers": [
+            (b"location", location.encode("ascii")),
+            (b"set-cookie", cookie),
+            (b"content-length", b"0"),
+            *SECURITY_HEADERS,
+        ],
+    }
 
 
 __all__ = ["COOKIE", "CSP", "Gate", "Secrets"]

@@ -35,6 +35,18 @@ def test_healthy_store_is_clean(populated: Path) -> None:
     assert sidecars["index.jsonl.tantivy"]["covered_seq"] == 27
 
 
+def test_progress_is_told_after_each_check(populated: Path) -> None:
+    steps: list[tuple[str, int, int]] = []
+    report = verify_store(populated, CRED, progress=lambda *step: steps.append(step))
+    assert report.clean
+    stages = ["keys.json", "ledger", "memory.db", "memory.archive.db", "rag/index.jsonl"]
+    sidecars = list(report.checked["sidecars"])
+    assert [s for s, _, _ in steps] == stages + sidecars
+    assert [d for _, d, _ in steps] == list(range(1, len(steps) + 1))
+    assert len(sidecars) == 3 and {t for _, _, t in steps} == {8}  # the most there can be
+    assert steps[-1][1] == steps[-1][2]  # the last step completes it
+
+
 def test_wrong_credential_is_an_error_not_a_finding(populated: Path) -> None:
     with pytest.raises(WrongKeyError):
         verify_store(populated, Credential.from_passphrase("nope"))

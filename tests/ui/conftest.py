@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from agentzero_store.agentmem import AgentMemory
+from agentzero_store.embed.vectors import Embedder
 from agentzero_store.ops.verify import verify_store
 from agentzero_store.storage.credentials import Credential
 from agentzero_store.ui import Inspector, Secrets, Settings, bind, create_app
@@ -42,9 +43,10 @@ class Seeded:
     lisbon: str
 
 
-def seed(data_dir: Path) -> Seeded:
-    """A store with a few memories, a superseded fact, a link and a document."""
-    with AgentMemory.open(data_dir, passphrase=PASSPHRASE, config=FAST) as mem:
+def seed(data_dir: Path, embedder: Embedder | None = None) -> Seeded:
+    """A store with a few memories, a superseded fact, a link and a document (the
+    memories embedded too when an ``embedder`` is given)."""
+    with AgentMemory.open(data_dir, passphrase=PASSPHRASE, config=FAST, embedder=embedder) as mem:
         tea = mem.remember(TEA, about=["tea"]).id
         script = mem.remember(SCRIPT, type="episodic").id
         porto = mem.assert_fact(
@@ -88,7 +90,9 @@ def csrf_of(page: str) -> str:
 
 
 @contextlib.contextmanager
-def serving(data_dir: Path, ids: Seeded, *, pinned: bool = True) -> Iterator[Served]:
+def serving(
+    data_dir: Path, ids: Seeded, *, pinned: bool = True, embedder: Embedder | None = None
+) -> Iterator[Served]:
     """The inspector of ``data_dir`` served on a free port in this process."""
     cred = Credential.from_passphrase(PASSPHRASE)
     settings = Settings(
@@ -96,7 +100,8 @@ def serving(data_dir: Path, ids: Seeded, *, pinned: bool = True) -> Iterator[Ser
         cred,
         config=FAST,
         pinned=pinned,
-        verify=lambda: verify_store(data_dir, cred).to_dict(),
+        embedder=embedder,
+        verify=lambda tell: verify_store(data_dir, cred, tell).to_dict(),
     )
     inspector = Inspector.open(settings)
     sock = bind(0)

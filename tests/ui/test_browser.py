@@ -9,6 +9,7 @@ Selenium Manager never runs: the driver and the browser are the system's, by pat
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +66,25 @@ def _text(driver: webdriver.Chrome) -> str:
     return str(driver.find_element(By.TAG_NAME, "main").text)
 
 
+def _full_page_screenshot(driver: webdriver.Chrome, path: Path) -> int:
+    """Save the whole page, not only the viewport (Chromium's DevTools capture beyond
+    the viewport); the saved image's height in CSS pixels."""
+    width, height = driver.execute_script(
+        "const e = document.documentElement; return [e.scrollWidth, e.scrollHeight];"
+    )
+    shot = driver.execute_cdp_cmd(
+        "Page.captureScreenshot",
+        {
+            "format": "png",
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+        },
+    )
+    png = base64.b64decode(shot["data"])
+    path.write_bytes(png)
+    return int.from_bytes(png[20:24], "big")  # the IHDR chunk's height
+
+
 def test_search_forget_undo_in_a_real_browser(data_dir: Path, browser: webdriver.Chrome) -> None:
     ids = seed(data_dir)
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -86,6 +106,10 @@ def test_search_forget_undo_in_a_real_browser(data_dir: Path, browser: webdriver
         hit = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "tr.hit"))
         assert hit.get_attribute("data-id") == ids.tea
         assert "keyword #1" in hit.text
+        # The hit's type and date sit right under its text, not a blank line below.
+        text = hit.find_element(By.CSS_SELECTOR, "td.content > a").rect
+        meta = hit.find_element(By.CSS_SELECTOR, "td.content .meta").rect
+        assert 0 <= meta["y"] - (text["y"] + text["height"]) < 6, (text, meta)
         browser.save_screenshot(str(SHOTS / "search.png"))
 
         hit.find_element(By.CSS_SELECTOR, "button.forget").click()
@@ -108,8 +132,12 @@ def test_search_forget_undo_in_a_real_browser(data_dir: Path, browser: webdriver
 
         browser.get(f"{base}/memory/{ids.tea}")
         assert browser.find_elements(By.CSS_SELECTOR, "svg.curve polyline")
+        graph = browser.find_element(By.CSS_SELECTOR, "svg.graph").rect
         assert browser.find_elements(By.CSS_SELECTOR, "svg.graph line.edge")
-        browser.save_screenshot(str(SHOTS / "memory.png"))
+        # The graph is below the fold: the screenshot holds the whole page.
+        assert graph["y"] + graph["height"] > browser.execute_script("return innerHeight")
+        shot_height = _full_page_screenshot(browser, SHOTS / "memory.png")
+        assert shot_height >= graph["y"] + graph["height"]
 
         # The job page's script (allowed by the CSP: same origin) polls until done.
         browser.get(base + "/health")

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.conftest import PASSPHRASE, run_cli
+from agentzero_store.agentmem import AgentMemory
+from tests.conftest import FAST, PASSPHRASE, run_cli
 
-from .conftest import NEEDLE, URL_LINE, running_ui, seed
+from .conftest import NEEDLE, URL_LINE, csrf_of, running_ui, seed
 
 
 def test_the_first_stdout_line_is_the_one_time_url(data_dir: Path) -> None:
@@ -91,3 +95,90 @@ def test_a_port_in_use_is_a_cli_error_with_a_hint(data_dir: Path) -> None:
     assert p.returncode == 2, p.stderr
     assert p.stdout == ""
     assert f"127.0.0.1:{port}" in p.stderr and "--port 0" in p.stderr
+
+
+def test_org_and_agent_pin_the_page_through_the_real_command(data_dir: Path) -> None:
+    seed(data_dir)
+    with AgentMemory.open(
+        data_dir, org_id="acme", agent_id="a1", passphrase=PASSPHRASE, config=FAST
+    ) as mem:
+        mem.remember("a1 keeps the otter feeding schedule")
+    with running_ui(data_dir, "--org", "acme", "--agent", "a1") as line:
+        m = URL_LINE.match(line)
+        assert m is not None, line
+        with httpx.Client(base_url=f"http://127.0.0.1:{m.group(1)}", timeout=60) as c:
+            page = c.get(line, follow_redirects=True).text
+            assert "otter feeding schedule" in page
+            assert NEEDLE not in page  # default / default's memory is not this page's
+            assert '<span class="scope" title="pinned by --org/--agent">acme / a1</span>' in page
+            assert 'id="scope-select"' not in page  # no switcher
+            csrf = csrf_of(c.get("/health").text)
+            r = c.post("/scope", data={"csrf": csrf, "scope": json.dumps(["default", "default"])})
+            assert r.status_code == 403 and "pinned" in r.text
+            assert NEEDLE not in c.get("/").text
+
+
+def test_org_or_agent_alone_is_a_cli_error_with_a_hint(data_dir: Path) -> None:
+    seed(data_dir)
+    for given, missing in (("--org", "--agent"), ("--agent", "--org")):
+        p = run_cli(
+            data_dir,
+            "ui",
+            "--no-browser",
+            "--embedder",
+            "none",
+            given,
+            "acme",
+            passphrase=PASSPHRASE,
+            check=False,
+        )
+        assert p.returncode == 2, p.stderr
+        assert p.stdout == ""  # nothing served
+        assert f"error: {given} pins the page only together with {missing}" in p.stderr
+        assert "hint: give both --org and --agent, or neither" in p.stderr
+        assert "Traceback" not in p.stderr
+
+
+def _listeners(port: int) -> list[str]:
+    """The local addresses (hex, as the kernel lists them) of every TCP socket listening
+    on ``port``, IPv4 and IPv6 (Linux's /proc/net/tcp*)."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            local, state = row.split()[1], row.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.append(address)
+    return found
+
+
+def _outward_address() -> str | None:
+    """This machine's address on its default route (no packet is sent), if it has one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: only picks the route's source address
+        except OSError:
+            return None
+        address = str(s.getsockname()[0])
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+def test_it_listens_on_loopback_only(data_dir: Path) -> None:
+    seed(data_dir)
+    with running_ui(data_dir) as line:
+        m = URL_LINE.match(line)
+        assert m is not None, line
+        port = int(m.group(1))
+        checked = 0
+        if Path("/proc/net/tcp").exists():
+            # One listening socket, on 127.0.0.1 (0100007F): not 0.0.0.0, not [::].
+            assert _listeners(port) == ["0100007F"]
+            checked += 1
+        outward = _outward_address()
+        if outward is not None:  # another address of this machine is refused
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection((outward, port), timeout=10).close()
+            checked += 1
+        assert checked, "neither /proc/net/tcp nor a non-loopback address to check with"
+        with socket.create_connection(("127.0.0.1", port), timeout=10):
+            pass  # while loopback answers

@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 
+from agentzero_store import MemoryEntry
+from agentzero_store.memory.records import KINDS
 from tests.conftest import PASSPHRASE
 
 from .conftest import NEEDLE, Served, csrf_of
@@ -32,6 +34,35 @@ def test_timeline_pages_and_filters(served: Served, client: httpx.Client) -> Non
     assert NEEDLE not in only
     semantic = client.get("/", params={"type": "semantic"}).text
     assert NEEDLE in semantic and "turn number" not in semantic
+
+
+def test_timeline_filters_by_kind(served: Served, client: httpx.Client) -> None:
+    mem = served.inspector.mem
+    # A row the agent noted itself, written below the layer (as `memory append` does).
+    noted = mem.store.append(MemoryEntry("the agent noted a heron", kind="self_noted"))
+    mem.adopt()
+    mem.archive(served.ids.script)
+    page = client.get("/").text
+    for kind in KINDS:  # the select offers every stored kind
+        assert f'<option value="{kind}"' in page, kind
+
+    def ids(**params: str) -> list[str]:
+        r = client.get("/", params=params)
+        assert r.status_code == 200, r.text
+        return re.findall(r'<tr class="memory" data-id="([0-9a-f]+)"', r.text)
+
+    assert ids(kind="self_noted") == [noted]
+    granted = ids(kind="granted")
+    assert served.ids.tea in granted and noted not in granted
+    assert served.ids.script not in granted  # archived now: its kind changed
+    assert ids(kind="recalled") == []
+    # Kind "archived" lists the archived ones without also asking for archived=only.
+    assert ids(kind="archived") == [served.ids.script]
+    assert ids(kind="archived", archived="include") == [served.ids.script]
+    selected = client.get("/", params={"kind": "self_noted"}).text
+    assert '<option value="self_noted" selected>' in selected
+    r = client.get("/", params={"kind": "dreamt"})
+    assert r.status_code == 400 and "kind must be one of" in r.text
 
 
 def test_search_shows_each_hits_rank_per_signal(served: Served, client: httpx.Client) -> None:
@@ -116,6 +147,9 @@ def test_health_jobs_run_in_the_background(served: Served, client: httpx.Client)
     assert 'data-poll="' in job_page and "<progress" in job_page
     job = _finish(client, r.headers["location"])
     assert job["state"] == "done" and job["result"]["clean"] is True, job
+    # Told after each check (keys, ledger, databases, log, each index), the last one last.
+    assert job["done"] == job["total"] > 5, job
+    assert job["step"] == list(job["result"]["checked"]["sidecars"])[-1], job
     r = client.post("/jobs/start/consolidate", data={"csrf": csrf, "dry_run": "1"})
     job = _finish(client, r.headers["location"])
     assert job["state"] == "done" and job["result"]["dry_run"] is True, job

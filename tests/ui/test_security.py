@@ -37,6 +37,26 @@ def test_the_token_works_once_and_becomes_a_strict_httponly_cookie(served: Serve
         assert other.get(f"/?token={served.keys.login_token}").status_code == 401  # used
 
 
+def test_the_token_is_spent_only_on_a_redirect_that_could_be_built(served: Served) -> None:
+    """A login URL with a path the Location header cannot carry as typed (not Latin-1)
+    still signs in, back to that path: the token was once spent before the answer failed
+    to build, locking the person out until a restart."""
+    with served.client(login=False) as c:
+        r = c.get(f"/caf\u00e9/\u20ac?token={served.keys.login_token}&page=1")
+        assert r.status_code == 303, r.text
+        assert r.headers["location"] == "/caf%C3%A9/%E2%82%AC?page=1"
+        assert r.headers["set-cookie"].startswith(f"{COOKIE}=")
+        assert c.get("/").status_code == 200  # signed in
+    with served.client(login=False) as other:
+        assert other.get(f"/?token={served.keys.login_token}").status_code == 401  # spent
+
+
+def test_a_login_path_of_two_slashes_redirects_within_the_app(served: Served) -> None:
+    with served.client(login=False) as c:
+        r = c.get(f"{served.base}//evil.example/x?token={served.keys.login_token}")
+        assert r.status_code == 303 and r.headers["location"] == "/"  # not another site
+
+
 def test_a_foreign_host_header_is_refused(served: Served) -> None:
     port = served.keys.port
     with served.client(login=False) as c:
