@@ -407,29 +407,37 @@ class SqliteRepository(LifecycleRows):
             return {}
         parts: list[str] = []
         params: list[Any] = []
+        scope = "FROM am_memory WHERE org_id = ? AND agent_id = ? AND conversation_id = ?"
         for label, conv, at in places:
             for op, order in (("<", "DESC"), (">", "ASC")):
+                before = 1 if op == "<" else 0
+                # The seed is a parameter, not a literal: the statement's text then depends
+                # only on how many seeds there are, so SQLite's prepared statement is reused
+                # instead of planning 80 selects every recall. Each side is two ranges of
+                # the store's conversation index (org, agent, conversation, created_at,
+                # then the label as its rowid): the turns of the seed's own instant (a
+                # batch shares one), then the turns of earlier (later) instants. SQLite
+                # uses the trailing rowid for a range only after an equality, so a row
+                # value "(created_at_us, label) < (?, ?)" would walk the seed's instant.
+                # +type: never the notes' (org, agent, type) index.
                 parts.append(
-                    # The seed is a parameter, not a literal: the statement's text then
-                    # depends only on how many seeds there are, so SQLite's prepared
-                    # statement is reused instead of planning 40 selects every recall.
-                    f"SELECT * FROM (SELECT ?, label, {1 if op == '<' else 0}"
-                    " FROM am_memory WHERE org_id = ? AND agent_id = ? AND conversation_id = ?"
-                    # A row value, not "a < ? OR (a = ? AND b < ?)": SQLite turns it into
-                    # a range of the conversation index instead of walking the conversation.
-                    f" AND (created_at_us, label) {op} (?, ?)"
-                    # +type: the conversation index, never the (org, agent, type) one that
-                    # walks every episodic memory of the scope
+                    f"SELECT * FROM (SELECT ?, label, {before} {scope} AND created_at_us = ?"
+                    f" AND label {op} ? AND +type = 'episodic' ORDER BY label {order} LIMIT ?)"
+                )
+                parts.append(
+                    f"SELECT * FROM (SELECT ?, label, {before} {scope} AND created_at_us {op} ?"
                     f" AND +type = 'episodic' ORDER BY created_at_us {order}, label {order}"
                     " LIMIT ?)"
                 )
                 params.extend((label, *self._scope, conv, at, label, window))
+                params.extend((label, *self._scope, conv, at, window))
         out: dict[int, list[tuple[int, int]]] = {int(p[0]): [] for p in places}
         distance: dict[tuple[int, int], int] = {}
         for seed, other, before in self._q(" UNION ALL ".join(parts), params):
             key = (int(seed), int(before))
             distance[key] = distance.get(key, 0) + 1  # rows come nearest first per side
-            out[int(seed)].append((int(other), distance[key]))
+            if distance[key] <= window:
+                out[int(seed)].append((int(other), distance[key]))
         return out
 
     def known_entities(self, keys: Sequence[str]) -> set[str]:

@@ -211,3 +211,28 @@ def test_a_speaker_is_a_column_and_leaves_with_the_last_thing_they_said(
         mem.erase(about="Ana")
         assert db.query("SELECT count(*) FROM am_speaker") == [(0,)]
         assert db.query("SELECT count(*) FROM memory") == [(0,)]
+
+
+def test_turn_neighbours_within_one_instant_and_across_batches(
+    data_dir: Path, clock: Clock
+) -> None:
+    """A batch's turns share one created_at: their order is the label, the trailing
+    column of the store's conversation index the neighbour query walks."""
+    with open_memory(data_dir, clock) as mem:
+        first = mem.add_turns("c1", [Turn("user", f"turn {i}") for i in range(300)])
+        clock.advance(seconds=1)
+        second = mem.add_turns("c1", [Turn("user", f"next {i}") for i in range(3)])
+        mem.add_turns("c2", [Turn("user", "another conversation")])
+        label = {
+            str(r[0]): int(r[1]) for r in mem.store.database.query("SELECT id, label FROM memory")
+        }
+        seeds = [label[first[0]], label[first[150]], label[first[-1]]]
+        near = mem.repo.turn_neighbours(mem.repo.turn_places(seeds), 2)
+        ids = {v: k for k, v in label.items()}
+        assert [(ids[lab], d) for lab, d in near[seeds[0]]] == [(first[1], 1), (first[2], 2)]
+        assert sorted((ids[lab], d) for lab, d in near[seeds[1]]) == sorted(
+            [(first[149], 1), (first[148], 2), (first[151], 1), (first[152], 2)]
+        )
+        assert sorted((ids[lab], d) for lab, d in near[seeds[2]]) == sorted(
+            [(first[298], 1), (first[297], 2), (second[0], 1), (second[1], 2)]
+        )
