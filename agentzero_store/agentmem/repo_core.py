@@ -274,25 +274,20 @@ class RepositoryCore:
     def _about_rows(self, ids: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
         """The (entity, key) ``am_about`` rows of each memory (its speaker's not)."""
         out: dict[str, list[tuple[str, str]]] = {}
-        for part in batches(list(ids)):
-            for mid, entity, key in self._q(
-                "SELECT memory_id, entity, key FROM am_about WHERE memory_id IN"
-                f" ({placeholders(len(part))})",
-                list(part),
-            ):
-                out.setdefault(mid, []).append((entity, key))
+        sql = "SELECT memory_id, entity, key FROM am_about WHERE memory_id IN ({in})"
+        for mid, entity, key in self._each(sql, ids):
+            out.setdefault(mid, []).append((entity, key))
         return out
 
     def _about(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """The entities each memory is about, its speaker among them (as written)."""
         rows = self._about_rows(ids)
-        for part in batches(list(ids)):
-            for mid, speaker, key in self._q(
-                "SELECT id, speaker, speaker_key FROM memory WHERE id IN"
-                f" ({placeholders(len(part))}) AND speaker_key IS NOT NULL",
-                list(part),
-            ):
-                rows.setdefault(mid, []).append((speaker, key))
+        sql = (
+            "SELECT id, speaker, speaker_key FROM memory WHERE id IN ({in})"
+            " AND speaker_key IS NOT NULL"
+        )
+        for mid, speaker, key in self._each(sql, ids):
+            rows.setdefault(mid, []).append((speaker, key))
         return {mid: entities(None, None, found) for mid, found in rows.items()}
 
     @staticmethod
