@@ -315,35 +315,42 @@ class AgentMemory:
     ) -> list[str]:
         """Remember many turns in one transaction (all or none); returns their ids."""
         check_text("conversation_id", conversation_id)
+        model = self._vector_model(vectors)
+        # One pass builds each turn's entry, and one layer record per speaker: a turn's
+        # layer attributes depend on nothing else (this loop is most of a batch's Python).
+        entries: list[MemoryEntry] = []
+        metas: list[NewMemory] = []
+        by_speaker: dict[str | None, NewMemory] = {}
+        org, agent = self.org_id, self.scope_agent
         for t in turns:
             if not isinstance(t, Turn):
                 raise InvalidArgumentError(f"turns must be Turn records, got {type(t).__name__}")
-        model = self._vector_model(vectors)
-        entries = [
-            self._entry(
-                t.content,
-                role=t.role,
-                conversation_id=conversation_id,
-                created_at=t.created_at,
-                metadata=t.metadata,
-                vector_model=model,
+            entries.append(
+                MemoryEntry(
+                    t.content,
+                    role=t.role,
+                    conversation_id=conversation_id,
+                    org_id=org,
+                    agent_id=agent,
+                    created_at=t.created_at,
+                    metadata=dict(t.metadata) if t.metadata else {},
+                    embedding_model=model,
+                )
             )
-            for t in turns
-        ]
-        # One record per speaker: a turn's layer attributes depend on nothing else.
-        by_speaker: dict[str | None, NewMemory] = {}
-        for t in turns:
-            if t.speaker not in by_speaker:
-                by_speaker[t.speaker] = self._new("episodic", speaker=t.speaker, about=about)
-        metas = [by_speaker[t.speaker] for t in turns]
+            meta = by_speaker.get(t.speaker)
+            if meta is None:
+                meta = by_speaker[t.speaker] = self._new("episodic", speaker=t.speaker, about=about)
+            metas.append(meta)
         prepared = self.store.prepare(entries, vectors)
         with self.repo.transaction() as tx:
             before = self.repo.feed_seq(tx)
             written = self.repo.insert(tx, prepared, metas)
             after = self.repo.feed_seq(tx)
         if written:
-            at = {mid: i for i, mid in enumerate(prepared.ids)}
-            order = [at[mid] for mid, _ in written]  # indices of the turns written
+            order: Sequence[int] = range(len(written))  # indices of the turns written
+            if len(written) < len(prepared.ids):  # identical re-sends were skipped
+                at = {mid: i for i, mid in enumerate(prepared.ids)}
+                order = [at[mid] for mid, _ in written]
             default = from_us(prepared.now_us)
 
             def tail(n: int) -> tuple[list[Memory], Memory | None]:
