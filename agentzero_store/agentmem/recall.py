@@ -23,6 +23,7 @@ from ..base.ranking import exact_top_k, rrf_fuse
 from ..embed.vectors import as_vector
 from ..memory.records import Scope, to_us
 from . import signals as sig
+from .flat_lists import flat_lists
 from .records import Memory, RecallHit, entity_key
 from .repository import Candidate, Filter
 from .signals import final_k
@@ -96,7 +97,11 @@ class Recaller:
         pool = (
             max(k, cfg.recall_pool) if mode == "auto" else max(k * cfg.hybrid_candidates_factor, 20)
         )
-        signals, info = self._first_stage(query, k, pool, mode, f)
+        signals, info, cosines = self._first_stage(query, k, pool, mode, f)
+        if len(signals) > 1:  # a single-signal mode keeps its list, flat or not
+            flat = flat_lists(mem, query, signals, info.keys(), cosines)
+            if flat and flat != set(signals):  # all flat: no list is better than another
+                signals = {n: r for n, r in signals.items() if n not in flat}
         fusion = {"semantic": cfg.weight_semantic, "keyword": cfg.weight_keyword}
         if mode == "auto":
             chosen = {n: override.get(n, float(getattr(cfg, f"weight_{n}"))) for n in SIGNALS}
@@ -131,9 +136,10 @@ class Recaller:
 
     def _first_stage(
         self, query: str, k: int, pool: int, mode: str, f: Filter
-    ) -> tuple[dict[str, Sequence[int]], dict[int, Candidate]]:
+    ) -> tuple[dict[str, Sequence[int]], dict[int, Candidate], dict[int, float]]:
         """The semantic and keyword lists the mode asks for, each holding only memories
-        that qualify, and what the signals need of every one of them.
+        that qualify, what the signals need of every one of them, and the semantic
+        list's cosines (to tell a flat list: ``flat_lists``).
 
         The indexes propose up to ``pool`` candidates each (HNSW filters scope and expiry
         itself, FTS5 scope); one query then checks the union against the filter. A list
@@ -144,13 +150,14 @@ class Recaller:
         proposed: dict[str, list[int]] = {}
         exact: set[str] = set()  # lists that come filtered already
         qv = None
+        cosines: dict[int, float] = {}
         if mode in ("semantic", "hybrid", "auto"):
             qv = self._query_vector(query)
             scored = self._hnsw(qv, pool)
             if scored is None:
-                proposed["semantic"], exact = self._exact(qv, pool, f), {"semantic"}
-            else:
-                proposed["semantic"] = scored
+                scored, exact = self._exact(qv, pool, f), {"semantic"}
+            cosines.update(scored)
+            proposed["semantic"] = [lab for lab, _ in scored]
         if mode in ("keyword", "hybrid", "auto"):
             proposed["keyword"] = repo.keyword_ranked(query, pool, f)
         info = repo.candidates(list({x for r in proposed.values() for x in r}), f)
@@ -159,13 +166,15 @@ class Recaller:
             kept = [lab for lab in ranked if lab in info]
             if name not in exact and len(kept) < min(k, pool) and len(ranked) >= pool:
                 if name == "semantic":
-                    kept = self._exact(qv, pool, f)
+                    scored = self._exact(qv, pool, f)
+                    cosines.update(scored)
+                    kept = [lab for lab, _ in scored]
                 else:
                     kept = repo.keyword_filtered(query, pool, f)
                 info.update(repo.candidates([x for x in kept if x not in info], f))
                 kept = [lab for lab in kept if lab in info]
             out[name] = kept
-        return out, info
+        return out, info, cosines
 
     def _signals(
         self,
@@ -231,25 +240,28 @@ class Recaller:
         dim = store.embedding_info()[1]
         return None if dim is None else as_vector(q, dim)
 
-    def _hnsw(self, qv: npt.NDArray[np.float32] | None, pool: int) -> list[int] | None:
-        """Up to ``pool`` nearest labels of the scope, unexpired, from the HNSW sidecar
-        (None without one, or while it cannot answer: ``_exact`` decides)."""
+    def _hnsw(
+        self, qv: npt.NDArray[np.float32] | None, pool: int
+    ) -> list[tuple[int, float]] | None:
+        """Up to ``pool`` nearest (label, cosine) of the scope, unexpired, from the HNSW
+        sidecar (None without one, or while it cannot answer: ``_exact`` decides)."""
         index = self._mem.store.hnsw_index
         if qv is None or index is None:
             return None
         scope = Scope(self._mem.org_id, self._mem.agent_id)
-        scored = index.recall(qv, pool, scope, self._mem.now_us())
-        return None if scored is None else [lab for lab, _ in scored]
+        return index.recall(qv, pool, scope, self._mem.now_us())
 
-    def _exact(self, qv: npt.NDArray[np.float32] | None, pool: int, f: Filter) -> list[int]:
-        """Exact cosine search over every vector that passes ``f``."""
+    def _exact(
+        self, qv: npt.NDArray[np.float32] | None, pool: int, f: Filter
+    ) -> list[tuple[int, float]]:
+        """Exact cosine search over every vector that passes ``f``: (label, cosine)."""
         if qv is None:
             return []  # no vector stored yet
         labels, blob = self._mem.repo.vectors(f)
         if not labels:
             return []
         matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(labels), -1)
-        return [labels[i] for i, _ in exact_top_k(matrix, qv, pool)]
+        return [(labels[i], c) for i, c in exact_top_k(matrix, qv, pool)]
 
 
 __all__ = ["MODES", "SIGNALS", "Recaller"]

@@ -13,7 +13,8 @@ No LLM, no model beyond the embedder: a signal is a cheap fact about a candidate
 
 A signal that cannot tell the candidates apart on a query (every candidate equal, or
 none) returns an empty list and drops out of that query's fusion, so a flat signal never
-dilutes the strong ones (Pensyve's rule).
+dilutes the strong ones (Pensyve's rule). The semantic and keyword lists drop out the same
+way when they hold every candidate with one score (``flat_lists``, ``is_flat``).
 """
 
 from __future__ import annotations
@@ -131,6 +132,18 @@ def by_value(values: Mapping[int, float], order: Sequence[int]) -> list[int]:
     return sorted(order, key=lambda lab: (-values.get(lab, 0.0), pos[lab]))
 
 
+def is_flat(scores: Iterable[float], rel_tol: float = 1e-6) -> bool:
+    """True if ``scores`` cannot tell anything apart: none, or all equal (within
+    ``rel_tol`` of the largest magnitude, so float32 rounding is no distinction). The
+    tolerance is relative only: FTS5's BM25 of a term most rows hold is about 1e-6, and
+    its differences still rank."""
+    values = list(scores)
+    if not values:
+        return True
+    top = max(abs(v) for v in values)
+    return max(values) - min(values) <= rel_tol * top
+
+
 def final_k(base_k: int, candidates: int) -> int:
     """The final RRF k, scaled with the candidate pool (``base_k`` at 200 candidates):
     a small pool keeps the top ranks apart, a large one smooths them."""
@@ -142,6 +155,7 @@ __all__ = [
     "by_value",
     "final_k",
     "intent",
+    "is_flat",
     "ordered",
     "query_ngrams",
     "seed_scores",
