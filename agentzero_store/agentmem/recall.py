@@ -23,6 +23,7 @@ from ..base.ranking import exact_top_k, rrf_fuse
 from ..embed.vectors import as_vector
 from ..memory.records import Scope, to_us
 from . import signals as sig
+from . import when as when_
 from .flat_lists import flat_lists
 from .records import Memory, RecallHit, entity_key
 from .repository import Candidate, Filter
@@ -35,7 +36,17 @@ if TYPE_CHECKING:
 Hydrate = Callable[[Sequence["Row"]], list[Memory]]
 
 MODES = ("auto", "semantic", "keyword", "hybrid")
-SIGNALS = ("semantic", "keyword", "temporal", "entity", "intent", "confidence", "activation")
+SIGNALS = (
+    "semantic",
+    "keyword",
+    "temporal",
+    "entity",
+    "intent",
+    "confidence",
+    "activation",
+    "surprise",
+    "when",
+)
 """The signals of mode ``auto``; each one's weight is ``StoreConfig.weight_<name>``."""
 
 
@@ -97,7 +108,7 @@ class Recaller:
         pool = (
             max(k, cfg.recall_pool) if mode == "auto" else max(k * cfg.hybrid_candidates_factor, 20)
         )
-        signals, info, cosines = self._first_stage(query, k, pool, mode, f)
+        signals, info, cosines, qv = self._first_stage(query, k, pool, mode, f)
         if len(signals) > 1:  # a single-signal mode keeps its list, flat or not
             flat = flat_lists(mem, query, signals, info.keys(), cosines)
             if flat and flat != set(signals):  # all flat: no list is better than another
@@ -106,7 +117,7 @@ class Recaller:
         if mode == "auto":
             chosen = {n: override.get(n, float(getattr(cfg, f"weight_{n}"))) for n in SIGNALS}
             wanted = {n for n, w in chosen.items() if w > 0}  # weight 0: not even computed
-            signals = self._signals(query, signals, f, info, wanted)
+            signals = self._signals(query, signals, f, info, wanted, qv)
             signals = {n: r for n, r in signals.items() if n in wanted}
             used = {n: chosen[n] for n in signals}
             rrf_k = final_k(cfg.recall_rrf_k, len({x for r in signals.values() for x in r}))
@@ -136,10 +147,15 @@ class Recaller:
 
     def _first_stage(
         self, query: str, k: int, pool: int, mode: str, f: Filter
-    ) -> tuple[dict[str, Sequence[int]], dict[int, Candidate], dict[int, float]]:
+    ) -> tuple[
+        dict[str, Sequence[int]],
+        dict[int, Candidate],
+        dict[int, float],
+        npt.NDArray[np.float32] | None,
+    ]:
         """The semantic and keyword lists the mode asks for, each holding only memories
-        that qualify, what the signals need of every one of them, and the semantic
-        list's cosines (to tell a flat list: ``flat_lists``).
+        that qualify, what the signals need of every one of them, the semantic list's
+        cosines (to tell a flat list: ``flat_lists``) and the query vector.
 
         The indexes propose up to ``pool`` candidates each (HNSW filters scope and expiry
         itself, FTS5 scope); one query then checks the union against the filter. A list
@@ -174,7 +190,7 @@ class Recaller:
                 info.update(repo.candidates([x for x in kept if x not in info], f))
                 kept = [lab for lab in kept if lab in info]
             out[name] = kept
-        return out, info, cosines
+        return out, info, cosines, qv
 
     def _signals(
         self,
@@ -183,6 +199,7 @@ class Recaller:
         f: Filter,
         info: dict[int, Candidate],
         wanted: set[str],
+        qv: npt.NDArray[np.float32] | None,
     ) -> dict[str, Sequence[int]]:
         """The multi-signal lists of mode ``auto`` (see ``signals``) among ``wanted``, flat
         ones left out; ``info`` (every candidate that qualifies) grows with the neighbours
@@ -230,6 +247,22 @@ class Recaller:
             recent = sig.activation(repo.access_times(accessed), f.now_us, order)
             if recent:
                 out["activation"] = recent
+        if "surprise" in wanted and qv is not None:
+            top = order[: cfg.recall_pool]
+            labels, blobs = repo.vectors_of(top)
+            dim = len(qv)
+            vecs = {
+                lab: np.frombuffer(b, dtype=np.float32)[:dim]
+                for lab, b in zip(labels, blobs, strict=True)
+            }
+            rare = sig.surprise(qv, vecs, top)
+            if rare:
+                out["surprise"] = rare
+        win = when_.window(query, f.now_us) if "when" in wanted else None
+        if win is not None:
+            timed = when_.by_time(win, {lab: info[lab].created_at_us for lab in order}, order)
+            if timed:
+                out["when"] = timed
         return out
 
     def _query_vector(self, query: str) -> npt.NDArray[np.float32] | None:

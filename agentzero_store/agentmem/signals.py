@@ -9,7 +9,9 @@ No LLM, no model beyond the embedder: a signal is a cheap fact about a candidate
 - ``entity``: memories about, or said by, an entity the query names;
 - ``activation``: ACT-R base-level activation B = ln Σ t_j^−d from the access log;
 - ``intent``: the memory type a question asks for ("how do I" → procedural, ...);
-- ``confidence``: the memory's stored confidence.
+- ``confidence``: the memory's stored confidence;
+- ``surprise``: rare but relevant — close to the query, unlike the rest of the pool;
+- ``when`` (module ``when``): time expressions in the query against ``created_at``.
 
 A signal that cannot tell the candidates apart on a query (every candidate equal, or
 none) returns an empty list and drops out of that query's fusion, so a flat signal never
@@ -22,6 +24,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 ACT_R_DECAY = 0.5  # d in B = ln sum t_j^-d (ACT-R's standard value)
 _MIN_AGE_S = 1.0  # an access this instant still counts as one second old
@@ -132,6 +137,27 @@ def by_value(values: Mapping[int, float], order: Sequence[int]) -> list[int]:
     return sorted(order, key=lambda lab: (-values.get(lab, 0.0), pos[lab]))
 
 
+def surprise(
+    query: npt.NDArray[np.float32],
+    vectors: Mapping[int, npt.NDArray[np.float32]],
+    order: Sequence[int],
+) -> list[int]:
+    """Candidates that are rare but relevant, best first: cosine to the query minus
+    cosine to the candidates' centroid (what is close to the query but unlike the rest
+    of the pool). Candidates without a vector are left out; empty if flat."""
+    labs = [lab for lab in order if lab in vectors]
+    if len(labs) < 2:
+        return []
+    m = np.stack([vectors[lab] for lab in labs])
+    centroid = m.mean(axis=0)
+    norm = float(np.linalg.norm(centroid))
+    typical = m @ (centroid / norm) if norm > 0 else np.zeros(len(labs), dtype=np.float32)
+    scores = {lab: float(s) for lab, s in zip(labs, m @ query - typical, strict=True)}
+    if is_flat(scores.values()):
+        return []
+    return ordered(scores)
+
+
 def is_flat(scores: Iterable[float], rel_tol: float = 1e-6) -> bool:
     """True if ``scores`` cannot tell anything apart: none, or all equal (within
     ``rel_tol`` of the largest magnitude, so float32 rounding is no distinction). The
@@ -161,4 +187,5 @@ __all__ = [
     "seed_scores",
     "spread",
     "subset_in_order",
+    "surprise",
 ]
