@@ -111,7 +111,9 @@ class Recaller:
         signals, info, cosines, qv = self._first_stage(query, k, pool, mode, f)
         if len(signals) > 1:  # a single-signal mode keeps its list, flat or not
             flat = flat_lists(mem, query, signals, info.keys(), cosines)
-            if flat and flat != set(signals):  # all flat: no list is better than another
+            # Only if another list ranks something: when every list is flat or empty, no
+            # list is better than another, and dropping them all would answer nothing.
+            if flat and not {n for n, r in signals.items() if r} <= flat:
                 signals = {n: r for n, r in signals.items() if n not in flat}
         fusion = {"semantic": cfg.weight_semantic, "keyword": cfg.weight_keyword}
         if mode == "auto":

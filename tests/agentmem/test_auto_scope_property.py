@@ -29,8 +29,9 @@ CONVERSATIONS = ["c1", "c2"]  # the same ids in every scope: spreading must not 
 WORDS = ["apple", "river"]
 SPEAKERS = ["Ana", "Bo"]  # the same entities in every scope
 # Names an entity and a word some memories are about and others not (the entity signal),
-# and asks "when did" (the intent signal: episodic).
-QUERY = "When did Ana talk about the apple?"
+# asks "when did" (the intent signal: episodic) and names a time (the "when" signal: the
+# clock's ticks spread created_at).
+QUERY = "When did Ana talk about the apple yesterday?"
 # Every auto signal on, activation too (its default weight is 0).
 ALL_ON = {name: 1.0 for name in SIGNALS}
 ONLY = [{name: (1.0 if name == only else 0.0) for name in SIGNALS} for only in SIGNALS]

@@ -121,3 +121,14 @@ def test_when_every_list_is_flat_recall_still_answers(
         ids = {mem.add_turn("s1", "user", t, vector=same) for t in ("tea one", "tea two")}
         assert {h.id for h in mem.recall("tea", k=5, log=False)} == ids
         assert {h.id for h in mem.recall("tea", k=5, mode="hybrid", log=False)} == ids
+
+
+def test_a_lone_candidate_no_keyword_matches_is_still_returned(
+    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+) -> None:
+    """One candidate: its semantic list is flat (one score) and the keyword list empty;
+    found by the scope property test, where auto then answered nothing."""
+    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+        only = mem.add_turn("s1", "user", "river reminder")
+        for mode in ("auto", "hybrid"):
+            assert [h.id for h in mem.recall("apple", k=5, mode=mode, log=False)] == [only]
