@@ -312,6 +312,8 @@ for _s in SIGNALS:
         f"only-{_s}", recall_mode("auto", {o: 1.0 if o == _s else 0.0 for o in SIGNALS})
     )
     RANKERS[f"without-{_s}"] = Ranker(f"without-{_s}", recall_mode("auto", {_s: 0.0}))
+    # The fusion with it at weight 0.3 (for the signals that are off by default).
+    RANKERS[f"with-{_s}"] = Ranker(f"with-{_s}", recall_mode("auto", {_s: 0.3}))
 DEFAULT_MODES = ("keyword", "semantic", "hybrid", "auto", "store-hybrid")
 
 

@@ -23,6 +23,8 @@ from ..base.ranking import exact_top_k, rrf_fuse
 from ..embed.vectors import as_vector
 from ..memory.records import Scope, to_us
 from . import signals as sig
+from . import when as when_
+from .flat_lists import flat_lists
 from .records import Memory, RecallHit, entity_key
 from .repository import Candidate, Filter
 from .signals import final_k
@@ -34,7 +36,17 @@ if TYPE_CHECKING:
 Hydrate = Callable[[Sequence["Row"]], list[Memory]]
 
 MODES = ("auto", "semantic", "keyword", "hybrid")
-SIGNALS = ("semantic", "keyword", "temporal", "entity", "intent", "confidence", "activation")
+SIGNALS = (
+    "semantic",
+    "keyword",
+    "temporal",
+    "entity",
+    "intent",
+    "confidence",
+    "activation",
+    "surprise",
+    "when",
+)
 """The signals of mode ``auto``; each one's weight is ``StoreConfig.weight_<name>``."""
 
 
@@ -96,12 +108,18 @@ class Recaller:
         pool = (
             max(k, cfg.recall_pool) if mode == "auto" else max(k * cfg.hybrid_candidates_factor, 20)
         )
-        signals, info = self._first_stage(query, k, pool, mode, f)
+        signals, info, cosines, qv = self._first_stage(query, k, pool, mode, f)
+        if len(signals) > 1:  # a single-signal mode keeps its list, flat or not
+            flat = flat_lists(mem, query, signals, info.keys(), cosines)
+            # Only if another list ranks something: when every list is flat or empty, no
+            # list is better than another, and dropping them all would answer nothing.
+            if flat and not {n for n, r in signals.items() if r} <= flat:
+                signals = {n: r for n, r in signals.items() if n not in flat}
         fusion = {"semantic": cfg.weight_semantic, "keyword": cfg.weight_keyword}
         if mode == "auto":
             chosen = {n: override.get(n, float(getattr(cfg, f"weight_{n}"))) for n in SIGNALS}
             wanted = {n for n, w in chosen.items() if w > 0}  # weight 0: not even computed
-            signals = self._signals(query, signals, f, info, wanted)
+            signals = self._signals(query, signals, f, info, wanted, qv)
             signals = {n: r for n, r in signals.items() if n in wanted}
             used = {n: chosen[n] for n in signals}
             rrf_k = final_k(cfg.recall_rrf_k, len({x for r in signals.values() for x in r}))
@@ -131,9 +149,15 @@ class Recaller:
 
     def _first_stage(
         self, query: str, k: int, pool: int, mode: str, f: Filter
-    ) -> tuple[dict[str, Sequence[int]], dict[int, Candidate]]:
+    ) -> tuple[
+        dict[str, Sequence[int]],
+        dict[int, Candidate],
+        dict[int, float],
+        npt.NDArray[np.float32] | None,
+    ]:
         """The semantic and keyword lists the mode asks for, each holding only memories
-        that qualify, and what the signals need of every one of them.
+        that qualify, what the signals need of every one of them, the semantic list's
+        cosines (to tell a flat list: ``flat_lists``) and the query vector.
 
         The indexes propose up to ``pool`` candidates each (HNSW filters scope and expiry
         itself, FTS5 scope); one query then checks the union against the filter. A list
@@ -144,13 +168,14 @@ class Recaller:
         proposed: dict[str, list[int]] = {}
         exact: set[str] = set()  # lists that come filtered already
         qv = None
+        cosines: dict[int, float] = {}
         if mode in ("semantic", "hybrid", "auto"):
             qv = self._query_vector(query)
             scored = self._hnsw(qv, pool)
             if scored is None:
-                proposed["semantic"], exact = self._exact(qv, pool, f), {"semantic"}
-            else:
-                proposed["semantic"] = scored
+                scored, exact = self._exact(qv, pool, f), {"semantic"}
+            cosines.update(scored)
+            proposed["semantic"] = [lab for lab, _ in scored]
         if mode in ("keyword", "hybrid", "auto"):
             proposed["keyword"] = repo.keyword_ranked(query, pool, f)
         info = repo.candidates(list({x for r in proposed.values() for x in r}), f)
@@ -159,13 +184,15 @@ class Recaller:
             kept = [lab for lab in ranked if lab in info]
             if name not in exact and len(kept) < min(k, pool) and len(ranked) >= pool:
                 if name == "semantic":
-                    kept = self._exact(qv, pool, f)
+                    scored = self._exact(qv, pool, f)
+                    cosines.update(scored)
+                    kept = [lab for lab, _ in scored]
                 else:
                     kept = repo.keyword_filtered(query, pool, f)
                 info.update(repo.candidates([x for x in kept if x not in info], f))
                 kept = [lab for lab in kept if lab in info]
             out[name] = kept
-        return out, info
+        return out, info, cosines, qv
 
     def _signals(
         self,
@@ -174,6 +201,7 @@ class Recaller:
         f: Filter,
         info: dict[int, Candidate],
         wanted: set[str],
+        qv: npt.NDArray[np.float32] | None,
     ) -> dict[str, Sequence[int]]:
         """The multi-signal lists of mode ``auto`` (see ``signals``) among ``wanted``, flat
         ones left out; ``info`` (every candidate that qualifies) grows with the neighbours
@@ -221,6 +249,22 @@ class Recaller:
             recent = sig.activation(repo.access_times(accessed), f.now_us, order)
             if recent:
                 out["activation"] = recent
+        if "surprise" in wanted and qv is not None:
+            top = order[: cfg.recall_pool]
+            labels, blobs = repo.vectors_of(top)
+            dim = len(qv)
+            vecs = {
+                lab: np.frombuffer(b, dtype=np.float32)[:dim]
+                for lab, b in zip(labels, blobs, strict=True)
+            }
+            rare = sig.surprise(qv, vecs, top)
+            if rare:
+                out["surprise"] = rare
+        win = when_.window(query, f.now_us) if "when" in wanted else None
+        if win is not None:
+            timed = when_.by_time(win, {lab: info[lab].created_at_us for lab in order}, order)
+            if timed:
+                out["when"] = timed
         return out
 
     def _query_vector(self, query: str) -> npt.NDArray[np.float32] | None:
@@ -231,25 +275,28 @@ class Recaller:
         dim = store.embedding_info()[1]
         return None if dim is None else as_vector(q, dim)
 
-    def _hnsw(self, qv: npt.NDArray[np.float32] | None, pool: int) -> list[int] | None:
-        """Up to ``pool`` nearest labels of the scope, unexpired, from the HNSW sidecar
-        (None without one, or while it cannot answer: ``_exact`` decides)."""
+    def _hnsw(
+        self, qv: npt.NDArray[np.float32] | None, pool: int
+    ) -> list[tuple[int, float]] | None:
+        """Up to ``pool`` nearest (label, cosine) of the scope, unexpired, from the HNSW
+        sidecar (None without one, or while it cannot answer: ``_exact`` decides)."""
         index = self._mem.store.hnsw_index
         if qv is None or index is None:
             return None
         scope = Scope(self._mem.org_id, self._mem.agent_id)
-        scored = index.recall(qv, pool, scope, self._mem.now_us())
-        return None if scored is None else [lab for lab, _ in scored]
+        return index.recall(qv, pool, scope, self._mem.now_us())
 
-    def _exact(self, qv: npt.NDArray[np.float32] | None, pool: int, f: Filter) -> list[int]:
-        """Exact cosine search over every vector that passes ``f``."""
+    def _exact(
+        self, qv: npt.NDArray[np.float32] | None, pool: int, f: Filter
+    ) -> list[tuple[int, float]]:
+        """Exact cosine search over every vector that passes ``f``: (label, cosine)."""
         if qv is None:
             return []  # no vector stored yet
         labels, blob = self._mem.repo.vectors(f)
         if not labels:
             return []
         matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(labels), -1)
-        return [labels[i] for i, _ in exact_top_k(matrix, qv, pool)]
+        return [(labels[i], c) for i, c in exact_top_k(matrix, qv, pool)]
 
 
 __all__ = ["MODES", "SIGNALS", "Recaller"]

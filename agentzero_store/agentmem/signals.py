@@ -9,11 +9,14 @@ No LLM, no model beyond the embedder: a signal is a cheap fact about a candidate
 - ``entity``: memories about, or said by, an entity the query names;
 - ``activation``: ACT-R base-level activation B = ln Σ t_j^−d from the access log;
 - ``intent``: the memory type a question asks for ("how do I" → procedural, ...);
-- ``confidence``: the memory's stored confidence.
+- ``confidence``: the memory's stored confidence;
+- ``surprise``: rare but relevant — close to the query, unlike the rest of the pool;
+- ``when`` (module ``when``): time expressions in the query against ``created_at``.
 
 A signal that cannot tell the candidates apart on a query (every candidate equal, or
 none) returns an empty list and drops out of that query's fusion, so a flat signal never
-dilutes the strong ones (Pensyve's rule).
+dilutes the strong ones (Pensyve's rule). The semantic and keyword lists drop out the same
+way when they hold every candidate with one score (``flat_lists``, ``is_flat``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 ACT_R_DECAY = 0.5  # d in B = ln sum t_j^-d (ACT-R's standard value)
 _MIN_AGE_S = 1.0  # an access this instant still counts as one second old
@@ -131,6 +137,39 @@ def by_value(values: Mapping[int, float], order: Sequence[int]) -> list[int]:
     return sorted(order, key=lambda lab: (-values.get(lab, 0.0), pos[lab]))
 
 
+def surprise(
+    query: npt.NDArray[np.float32],
+    vectors: Mapping[int, npt.NDArray[np.float32]],
+    order: Sequence[int],
+) -> list[int]:
+    """Candidates that are rare but relevant, best first: cosine to the query minus
+    cosine to the candidates' centroid (what is close to the query but unlike the rest
+    of the pool). Candidates without a vector are left out; empty if flat."""
+    labs = [lab for lab in order if lab in vectors]
+    if len(labs) < 2:
+        return []
+    m = np.stack([vectors[lab] for lab in labs])
+    centroid = m.mean(axis=0)
+    norm = float(np.linalg.norm(centroid))
+    typical = m @ (centroid / norm) if norm > 0 else np.zeros(len(labs), dtype=np.float32)
+    scores = {lab: float(s) for lab, s in zip(labs, m @ query - typical, strict=True)}
+    if is_flat(scores.values()):
+        return []
+    return ordered(scores)
+
+
+def is_flat(scores: Iterable[float], rel_tol: float = 1e-6) -> bool:
+    """True if ``scores`` cannot tell anything apart: none, or all equal (within
+    ``rel_tol`` of the largest magnitude, so float32 rounding is no distinction). The
+    tolerance is relative only: FTS5's BM25 of a term most rows hold is about 1e-6, and
+    its differences still rank."""
+    values = list(scores)
+    if not values:
+        return True
+    top = max(abs(v) for v in values)
+    return max(values) - min(values) <= rel_tol * top
+
+
 def final_k(base_k: int, candidates: int) -> int:
     """The final RRF k, scaled with the candidate pool (``base_k`` at 200 candidates):
     a small pool keeps the top ranks apart, a large one smooths them."""
@@ -142,9 +181,11 @@ __all__ = [
     "by_value",
     "final_k",
     "intent",
+    "is_flat",
     "ordered",
     "query_ngrams",
     "seed_scores",
     "spread",
     "subset_in_order",
+    "surprise",
 ]
