@@ -646,8 +646,11 @@ class AgentMemory:
         ``mode``: ``auto`` (the default with an embedder; keyword without one) fuses
         every signal that tells this query's candidates apart with weighted RRF —
         semantic and keyword search, the turns next to the best hits (temporal spreading
-        activation), entities the query names, the asked-for memory type, confidence and
-        access history (see ``signals``); ``semantic``, ``keyword`` and ``hybrid`` (the
+        activation), entities the query names, the asked-for memory type, the time the
+        query names (``when``: "last May", "3 days ago" against ``created_at``),
+        confidence, access history and surprise (off by default; see ``signals``); a
+        list that does not tell the candidates apart is dropped; ``semantic``,
+        ``keyword`` and ``hybrid`` (the
         first two, weighted) are single stages. ``explain=True`` gives each hit's rank,
         weight and share per signal. ``weights`` overrides the ``StoreConfig`` weight of
         any of the auto signals (``SIGNALS``) for this call; 0 leaves a signal out.

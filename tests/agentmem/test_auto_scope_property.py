@@ -74,10 +74,6 @@ class Model:
         default_factory=list
     )
 
-    deletable: dict[int, set[str]] = field(
-        default_factory=lambda: {i: set() for i in range(len(SCOPES))}
-    )  # facts and procedures (see the ``delete`` operation)
-
     def current(self, s: int) -> dict[str, tuple[str, datetime | None]]:
         """The scope's memories that have not expired by now."""
         now = self.clock.now
@@ -127,11 +123,9 @@ def _apply(mems: list[AgentMemory], m: Model, n: int, kind: str, s: int, word: s
         r = mem.assert_fact("Ana", "likes", f"{word} {n}", confidence=conf)
         m.gone(s, list(r.superseded))
         m.live[s][r.id] = (word, None)
-        m.deletable[s].add(r.id)
     elif kind == "outcome":
         p = mem.record_outcome(f"{word} cleanup", success=bool(x), context=SPEAKERS[0])
         m.live[s][p.id] = (word, None)  # the same action again counts on the same memory
-        m.deletable[s].add(p.id)
     elif kind == "ttl":
         r = mem.remember(f"{word} reminder {n}", about=[word], ttl=timedelta(hours=1))
         m.live[s][r.id] = (word, m.clock.now + timedelta(hours=1))
@@ -146,12 +140,10 @@ def _apply(mems: list[AgentMemory], m: Model, n: int, kind: str, s: int, word: s
             mem.feedback(target, used=True)
         mem.flush()  # the access log the activation signal reads
     elif kind == "delete":
-        # Below the layer, as ``agentzero memory delete`` does: the row goes, the
-        # agent-memory rows that pointed at it stay behind until consolidation. Only
-        # facts and procedures: a later forget or erase by ``about=word`` never selects
-        # them, and one that selects such an orphan raises today (see
-        # test_forget_after_a_delete_below_the_layer).
-        target = _pick({i: v for i, v in m.live[s].items() if i in m.deletable[s]}, x)
+        # Below the layer, as ``agentzero memory delete`` does: the row goes (with the
+        # layer's columns on it); its entity, fact or procedure rows stay behind until
+        # consolidation, and no later forget, erase or recall may stumble on them.
+        target = _pick(m.live[s], x)
         if target is not None:
             assert mem.store.delete(target)
             m.gone(s, [target])
@@ -248,13 +240,6 @@ def test_no_signal_brings_in_what_the_caller_may_not_see(
                 mem.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="known bug: forget reads the memory row of an orphan layer row (deleted through"
-    " the memory store) and fails; repo_lifecycle is being restructured (am_memory folded"
-    " into memory), which fixes it or must",
-)
 def test_forget_after_a_delete_below_the_layer(tmp_root: Path) -> None:
     """A memory deleted through the memory store, then a forget that selects it: the
     forget should skip the deleted one (it is gone already) and forget the rest."""
