@@ -7,34 +7,15 @@ some candidates is never flat: matching versus not matching is a distinction.
 
 Semantic scores come with the list (cosines); BM25 scores are read only for a keyword
 list that holds every candidate (rare beyond small stores), by one query over those
-labels. It reads the keyword index alone, through the database's public ``query`` (the
-agent-memory tables are not touched here).
+labels (``keyword_scores``: the layer's SQL stays in its repository).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from ..memory.recall import fts_match
-from ..memory.records import Scope
 from .parts import Parts
 from .signals import is_flat
-
-
-def bm25_scores(mem: Parts, query: str, labels: Sequence[int]) -> dict[int, float]:
-    """The BM25 score (FTS5's, lower is better) of each of ``labels`` that matches
-    ``query`` in this scope."""
-    if not labels:
-        return {}
-    match = fts_match(mem.store.database, query, Scope(mem.org_id, mem.agent_id))
-    if match is None:
-        return {}
-    rows = mem.store.database.query(
-        "SELECT rowid, bm25(memory_fts, 1.0, 0.0) FROM memory_fts WHERE memory_fts MATCH ?"
-        " AND rowid IN (SELECT value FROM json_each(?))",
-        (match, "[" + ",".join(str(int(x)) for x in labels) + "]"),
-    )
-    return {int(r[0]): float(r[1]) for r in rows}
 
 
 def flat_lists(
@@ -53,7 +34,7 @@ def flat_lists(
         if name == "semantic":
             scores = {lab: semantic[lab] for lab in ranked if lab in semantic}
         elif name == "keyword":
-            scores = bm25_scores(mem, query, ranked)
+            scores = mem.repo.keyword_scores(query, ranked)
         else:
             continue
         if len(scores) == len(ranked) and is_flat(scores.values()):
@@ -61,4 +42,4 @@ def flat_lists(
     return out
 
 
-__all__ = ["bm25_scores", "flat_lists"]
+__all__ = ["flat_lists"]

@@ -365,6 +365,19 @@ class RepositoryCore:
             )
         ]
 
+    def keyword_scores(self, query_text: str, labels: Sequence[int]) -> dict[int, float]:
+        """FTS5's BM25 score (lower is better) of each of ``labels`` that matches
+        ``query_text`` in this scope (reads the keyword index alone)."""
+        match = fts_match(self._store.database, query_text, Scope(*self._scope))
+        if match is None or not labels:
+            return {}
+        rows = self._q(
+            "SELECT rowid, bm25(memory_fts, 1.0, 0.0) FROM memory_fts WHERE memory_fts MATCH ?"
+            " AND rowid IN (SELECT value FROM json_each(?))",
+            (match, json.dumps([int(x) for x in labels])),
+        )
+        return {int(r[0]): float(r[1]) for r in rows}
+
     def keyword_filtered(self, query_text: str, k: int, f: Filter) -> list[int]:
         """The ``k`` best BM25 matches that pass ``f``, the filter applied inside the
         ranking (each match joined to its rows: slower, but never starved by a narrow
