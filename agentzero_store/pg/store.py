@@ -187,6 +187,15 @@ class PgMemoryStore(StoreFront):
         return store
 
     @staticmethod
+    def exists(url: str) -> bool:
+        """Whether the database at ``url`` holds a memory store (no credential needed:
+        it reads only whether the key table is there)."""
+        import psycopg
+
+        with _translated(redact(url)), psycopg.connect(url, autocommit=True) as conn:
+            return schema.exists(conn)
+
+    @staticmethod
     def _unlock_or_create(
         conn: psycopg.Connection[Any],
         cred: Any,
