@@ -101,6 +101,7 @@ def test_data_dir_to_postgresql_and_back_keeps_keys_and_every_memory(
         assert got is not None and got.metadata == {"n": 1, "tag": WORDS[1]}
         assert p.embedding_info() == ("test-model", DIM)
         assert p.get("m00003") is None
+    assert _has_index(pg_url)  # built once, after the copy
     keys = json.loads((src / "keys.json").read_text())
     with psycopg.connect(pg_url) as c:
         row = c.execute("SELECT header FROM az_keys").fetchone()
@@ -122,6 +123,29 @@ def test_data_dir_to_postgresql_and_back_keeps_keys_and_every_memory(
         assert [h.id for h in b.semantic_recall(q, 5, org_id="org2")] == [
             h.id for h in s.semantic_recall(q, 5, org_id="org2")
         ]
+
+
+def _has_index(url: str) -> bool:
+    with psycopg.connect(url) as c:
+        row = c.execute("SELECT to_regclass('az_memory_embedding') IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
+def test_bulk_load_builds_the_vector_index_once_at_the_end(pg_url: str) -> None:
+    vectors = rand_vectors(300, DIM, seed=4)
+    entries = [MemoryEntry(f"row {i}", org_id=f"o{i % 3}", id=f"r{i}") for i in range(300)]
+    with PgMemoryStore.open(pg_url, passphrase=PASSPHRASE, config=FAST) as s:
+        with s.bulk_load():
+            s.append_many(entries[:150], vectors=list(vectors[:150]))
+            assert not _has_index(pg_url)
+            during = [h.id for h in s.semantic_recall(vectors[7], 5, org_id="o1")]
+            s.append_many(entries[150:], vectors=list(vectors[150:]))
+        assert _has_index(pg_url)
+        after = [h.id for h in s.semantic_recall(vectors[7], 5, org_id="o1")]
+        assert during[0] == after[0] == "r7"
+        with s.bulk_load():  # the index exists: rows go in as usual
+            s.append(MemoryEntry("one more", id="late"))
+        assert _has_index(pg_url) and s.count() == 301
 
 
 def test_a_target_holding_another_store_is_refused(tmp_path: Path, pg_url: str) -> None:
@@ -209,6 +233,7 @@ def test_cli_migrate_killed_mid_way_finishes_on_the_next_run(tmp_path: Path, pg_
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     assert 0 < copied < n  # killed mid-way
+    assert not _has_index(pg_url)  # the bulk load builds it at its end
     done = subprocess.run([*args, "--json"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr + done.stdout
     report = json.loads(done.stdout)
@@ -217,6 +242,7 @@ def test_cli_migrate_killed_mid_way_finishes_on_the_next_run(tmp_path: Path, pg_
     with psycopg.connect(pg_url) as c:
         rows = c.execute("SELECT count(*), count(DISTINCT id) FROM az_memory").fetchone()
     assert rows == (n, n)
+    assert _has_index(pg_url)
     with PgMemoryStore.open(pg_url, passphrase=PASSPHRASE, config=FAST, create=False) as pg:
         assert sorted(e.id or "" for _, e, _ in pg.entries_after(0, n + 1)) == [
             f"m{i:05d}" for i in range(n)

@@ -105,7 +105,10 @@ def migrate_store(
         if total is not None:
             total(n)
         before = dst.count()
-        _copy(src, dst, page, advance)
+        # Into PostgreSQL: the HNSW index is built once after the copy (if the target
+        # has none yet), not updated row by row.
+        with dst.bulk_load() if isinstance(dst, PgMemoryStore) else contextlib.nullcontext():
+            _copy(src, dst, page, advance)
         written = dst.count() - before
         checked = migrate_check.check(src, dst, sample=sample)
         scopes = [{"org_id": o, "agent_id": a, "count": c} for o, a, c in src.scopes()]

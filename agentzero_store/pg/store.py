@@ -134,6 +134,7 @@ class PgMemoryStore(StoreFront):
         self._terms = BlindTerms(keys.subkey("pg-bm25-terms"))
         self._dim: int | None = None
         self._exact = False  # hnsw=False: exact semantic recall, never the HNSW index
+        self._defer_index = False  # in bulk_load(): the HNSW index is built at the end
 
     def __repr__(self) -> str:
         return f"PgMemoryStore({self.url!r})"
@@ -308,7 +309,34 @@ class PgMemoryStore(StoreFront):
         )
         if not batch.entries:
             return []
-        return self._write(lambda c: write.insert(c, batch, self._codec, self._terms))
+        index = not self._defer_index
+        return self._write(
+            lambda c: write.insert(c, batch, self._codec, self._terms, vector_index=index)
+        )
+
+    @contextlib.contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Load many vectors into a store that has none yet, then build the HNSW index
+        once (pgvector builds it far faster than it updates it row by row).
+
+        If the store already has its index, this changes nothing. Otherwise the index is
+        made when the block ends without an error; until then (or after a crash: run
+        the load again) semantic recall scans the vectors exactly (right, but slower).
+        Building it needs the table's owner, as fixing the dimension does.
+        """
+        with self._tx() as c:
+            indexed = schema.has_vector_index(c)
+        if indexed:
+            yield
+            return
+        self._defer_index = True
+        try:
+            yield
+        finally:
+            self._defer_index = False
+        with self._tx() as c:
+            if schema.get_meta(c).get("embedding_dim") is not None:
+                schema.create_vector_index(c)
 
     def delete(self, entry_id: str) -> bool:
         """Delete one entry and its terms. True if it existed."""
