@@ -55,7 +55,7 @@ class PgSizes:
     writer_batch: int
 
 
-QUICK = PgSizes(n=2_000, queries=40, batch=500, writers=4, per_writer=250, writer_batch=50)
+QUICK = PgSizes(n=1_000, queries=40, batch=500, writers=4, per_writer=150, writer_batch=50)
 FULL = PgSizes(n=100_000, queries=300, batch=1_000, writers=4, per_writer=5_000,
                writer_batch=250)
 
