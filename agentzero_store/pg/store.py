@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..base.config import StoreConfig
 from ..base.errors import (
@@ -31,7 +31,6 @@ from ..base.errors import (
     StoreExistsError,
     StoreIOError,
     StoreNotFoundError,
-    UnsupportedByBackendError,
     WrongKeyError,
 )
 from ..base.limits import check_text
@@ -45,6 +44,7 @@ from ..storage.key_header import parse_header
 from ..storage.keys import StoreKeys, new_header, unlock_header
 from . import export, recall, schema, write
 from .rows import COLUMNS, RowCodec
+from .sqlite_only import SqliteOnlyParts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -109,7 +109,7 @@ def _unlock(header: Mapping[str, Any], cred: Any, where: str) -> StoreKeys:
     return keys
 
 
-class PgMemoryStore(StoreFront):
+class PgMemoryStore(StoreFront, SqliteOnlyParts):
     """Encrypted conversation memory in PostgreSQL, with semantic, keyword and hybrid
     recall: the same public API as ``SqliteMemoryStore``."""
 
@@ -542,81 +542,6 @@ class PgMemoryStore(StoreFront):
         assert self.embedder is not None
         vector: Vector = self.embedder.embed([check_text("query text", text)])[0]
         return vector
-
-    # ------------------------------------------- SQLite-only parts of the API
-    @staticmethod
-    def _unsupported(what: str) -> NoReturn:
-        raise UnsupportedByBackendError(
-            f"the PostgreSQL backend does not support {what} yet",
-        )
-
-    @property
-    def data_dir(self) -> NoReturn:
-        """A PostgreSQL store has no data dir (see ``url``)."""
-        self._unsupported("data_dir (it has a database URL: .url)")
-
-    @property
-    def database(self) -> NoReturn:
-        """SQLite only: the ``memory.db`` connection."""
-        self._unsupported("database (a memory.db connection)")
-
-    @property
-    def feed(self) -> NoReturn:
-        """SQLite only: the change feed of the sidecars."""
-        self._unsupported("the change feed")
-
-    @property
-    def hnsw_index(self) -> NoReturn:
-        """SQLite only: the HNSW sidecar (PostgreSQL uses pgvector's own index)."""
-        self._unsupported("the HNSW sidecar (pgvector's index serves semantic recall)")
-
-    def enable_hnsw_index(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only (pgvector's HNSW index is always on)."""
-        self._unsupported("enable_hnsw_index (pgvector's HNSW index is always on)")
-
-    def index_status(self) -> NoReturn:
-        """SQLite only: status of the sidecars."""
-        self._unsupported("index_status (there are no sidecars)")
-
-    def rebuild_index(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only: rebuild a sidecar."""
-        self._unsupported("rebuild_index (there are no sidecars; REINDEX in PostgreSQL)")
-
-    def purge_index(self) -> NoReturn:
-        """SQLite only: drop deleted rows from the HNSW sidecar."""
-        self._unsupported("purge_index (there are no sidecars)")
-
-    def deferred_index_checkpoints(self) -> NoReturn:
-        """SQLite only: defer sidecar checkpoints."""
-        self._unsupported("deferred_index_checkpoints (there are no sidecars)")
-
-    def prepare(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only: entries made ready for a shared write transaction."""
-        self._unsupported("prepare / transaction (shared write transactions)")
-
-    def transaction(self) -> NoReturn:
-        """SQLite only: one write transaction shared with a layer's own tables."""
-        self._unsupported("transaction (shared write transactions)")
-
-    def source_seq(self) -> NoReturn:
-        """SQLite only: the change feed's newest seq."""
-        self._unsupported("source_seq (the change feed)")
-
-    def changes_since(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only: the change feed."""
-        self._unsupported("changes_since (the change feed)")
-
-    def vector_count(self) -> NoReturn:
-        """SQLite only: rows for the HNSW sidecar."""
-        self._unsupported("vector_count (the change feed)")
-
-    def vectors_after(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only: vectors for the HNSW sidecar."""
-        self._unsupported("vectors_after (the change feed)")
-
-    def iter_vectors(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only: vectors for the HNSW sidecar."""
-        self._unsupported("iter_vectors (the change feed)")
 
 
 __all__ = ["Clock", "PgMemoryStore", "redact"]
