@@ -25,7 +25,9 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     """``agentzero`` with the database URL given ``via`` --database-url, the env
     AGENTZERO_DATABASE_URL, or --data-dir."""
-    env = {**child_env(), "AGENTZERO_PASSPHRASE": passphrase, "COLUMNS": "250"}
+    env = {**child_env(), "COLUMNS": "250"}
+    if passphrase:  # "": no passphrase in the environment (a key file instead)
+        env["AGENTZERO_PASSPHRASE"] = passphrase
     where: list[str] = []
     if via == "flag":
         where = ["--database-url", url]
@@ -150,3 +152,16 @@ def test_errors_on_postgresql_are_typed_and_never_show_the_password(pg_url: str)
     empty = pg_url.rsplit("/", 1)[0] + "/postgres"
     none = run(empty, "memory", "recent", check=False)
     assert none.returncode == 4 and "no memory store" in none.stderr
+
+
+def test_init_with_a_new_key_file_on_postgresql(pg_url: str, tmp_path: Path) -> None:
+    key = tmp_path / "team.key"
+    made = js(run(pg_url, "init", "--new-key-file", str(key), "--json", passphrase=""))
+    assert made["created"] and key.stat().st_mode & 0o077 == 0
+    with_key = ("--key-file", str(key))
+    run(pg_url, "memory", "append", "keyed note", "--embedder", "none", extra=with_key,
+        passphrase="")  # fmt: skip
+    got = js(run(pg_url, "memory", "recent", "--json", extra=with_key, passphrase=""))
+    assert [e["content"] for e in got] == ["keyed note"]
+    again = run(pg_url, "init", "--new-key-file", str(tmp_path / "other.key"), check=False)
+    assert again.returncode == 4 and not (tmp_path / "other.key").exists()
