@@ -98,7 +98,8 @@ def migrate_store(
     opened = {"config": config, "hnsw": False, **_as_kwargs(cred)}
     with contextlib.ExitStack() as stack:
         # hnsw=False on both sides: the copy never waits for an HNSW sidecar (a data dir
-        # target builds it on its next open), and the check compares exact answers.
+        # target gets one from `agentzero store rebuild`, or the agent memory's first
+        # open, as a new store does), and the check compares exact answers.
         src = _hold(stack, source, _open(source, create=False, **opened))
         dst = _hold(stack, target, _open_target(target, _header(src), cred, opened))
         n = src.count()
