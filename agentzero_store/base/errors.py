@@ -272,6 +272,18 @@ class AccessDeniedError(AgentZeroStoreError):
     default_hint = "ask the namespace's owner to grant this agent access"
 
 
+class MigrationMismatchError(AgentZeroStoreError):
+    """A store copied to another backend does not answer like its source: a scope's
+    count, a memory, or the answer to a sample query differs. Names what differs."""
+
+    code = "migration_mismatch"
+    exit_code = 5
+    default_hint = (
+        "the source was not changed: keep using it; run the migration again (it resumes "
+        "and checks again), and if the copy still differs, report it with this message"
+    )
+
+
 class UnsupportedByBackendError(AgentZeroStoreError):
     """This storage backend does not offer the operation (yet). Raised instead of doing
     something else silently (an empty result, a no-op)."""

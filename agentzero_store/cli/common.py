@@ -26,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..base.config import StoreConfig, default_data_dir
-from ..base.errors import AgentZeroStoreError, InvalidArgumentError
+from ..base.errors import AgentZeroStoreError, InvalidArgumentError, UnsupportedByBackendError
 from ..base.limits import check_name, check_text
 from ..embed.factory import embedder_from_env
 from ..embed.vectors import Embedder
@@ -53,16 +53,78 @@ class GlobalState:
     """Options given before the sub-command (``agentzero --data-dir D ...``)."""
 
     data_dir: Path | None = None
+    database_url: str | None = None  # a PostgreSQL URL: the memory store lives there
     key_file: Path | None = None
     json: bool = False
 
 
 STATE = GlobalState()
 
+# What works on a PostgreSQL URL: the memory store's own commands (``cli.memory``),
+# ``init``, ``store status`` and ``store migrate``. Everything else needs a data dir.
+ON_POSTGRES = (
+    "init, memory append, memory import, memory recent, memory search, memory get, "
+    "memory delete, memory gc, store status and store migrate"
+)
+
 
 def data_dir() -> Path:
-    """The data dir from ``--data-dir``, env ``AGENTZERO_DATA_DIR``, or the platform default."""
+    """The data dir from ``--data-dir``, env ``AGENTZERO_DATA_DIR``, or the platform default.
+
+    With a database URL (``--database-url``, env ``AGENTZERO_DATABASE_URL`` or
+    ``--data-dir postgresql://...``) there is no data dir: a command that needs one (the
+    agent memory, documents, skills, keys, verify, backup, the UI, MCP) raises
+    ``UnsupportedByBackendError`` instead of quietly using another store.
+    """
+    if STATE.database_url is not None:
+        raise UnsupportedByBackendError(
+            f"`{_command_path()}` needs a data dir: the agent memory, documents, skills, "
+            "keys and the data dir's operations are not on PostgreSQL (yet); only the "
+            "memory store is",
+            hint=f"on PostgreSQL: {ON_POSTGRES}; for this command give --data-dir DIR "
+            "without --database-url (and unset AGENTZERO_DATABASE_URL)",
+        )
     return STATE.data_dir or default_data_dir()
+
+
+def memory_target() -> Path | str:
+    """Where the memory store is: the database URL if one was given, else the data dir."""
+    return STATE.database_url if STATE.database_url is not None else data_dir()
+
+
+def set_target(data_dir_opt: str | None, database_url: str | None) -> None:
+    """Record ``--data-dir`` and ``--database-url`` (or their env variables): a URL,
+    given either way, selects PostgreSQL for the memory store and wins over a data dir."""
+    from ..ops.backends import is_postgres_url  # lazily: keeps the CLI's start cheap
+
+    if database_url is not None and not is_postgres_url(database_url):
+        raise typer.BadParameter(
+            "expected a postgresql:// or postgres:// URL", param_hint="--database-url"
+        )
+    if data_dir_opt is not None and is_postgres_url(data_dir_opt):
+        database_url = database_url or data_dir_opt
+        data_dir_opt = None
+    STATE.database_url = database_url
+    STATE.data_dir = Path(data_dir_opt) if data_dir_opt is not None else None
+
+
+_VALUED = frozenset({"--data-dir", "--database-url", "--key-file"})  # the global options
+_GROUPS = frozenset({"memory", "store", "key", "rag", "namespace", "skill"})
+
+
+def _command_path() -> str:
+    """The command being run, as the user typed it (``agentzero memory recall``), for
+    messages: read from ``sys.argv`` (typer keeps its click context to itself)."""
+    words: list[str] = []
+    args = iter(sys.argv[1:])
+    for a in args:
+        if a in _VALUED:
+            next(args, None)
+        elif not a.startswith("-"):
+            words.append(a)
+            if len(words) == 2 or words[0] not in _GROUPS:
+                break
+    return " ".join(["agentzero", *words])
 
 
 def make_embedder(name: str | None) -> Embedder | None:
@@ -188,11 +250,26 @@ def _cli_name(fn: Callable[..., Any], param: str) -> str:
     return param.upper()
 
 
+class Advance:
+    """``advance(n)`` moves a progress bar on; ``advance.total(n)`` sets its length once
+    it is known (after the store opened, say)."""
+
+    def __init__(self, bar: Progress, task: Any) -> None:
+        self._bar, self._task = bar, task
+
+    def __call__(self, n: int = 1) -> None:
+        self._bar.advance(self._task, n)
+
+    def total(self, n: int) -> None:
+        """Set how many steps the bar has."""
+        self._bar.update(self._task, total=n)
+
+
 @contextmanager
-def progress(description: str, total: int | None) -> Iterator[Callable[[int], None]]:
+def progress(description: str, total: int | None) -> Iterator[Advance]:
     """A rich progress bar on stderr (hidden with ``--json`` or when not a terminal).
 
-    Yields ``advance(n)``.
+    Yields ``advance(n)`` (an ``Advance``).
     """
     show = not STATE.json and err.is_terminal
     with Progress(
@@ -204,12 +281,7 @@ def progress(description: str, total: int | None) -> Iterator[Callable[[int], No
         disable=not show,
         transient=False,
     ) as bar:
-        task = bar.add_task(description, total=total)
-
-        def advance(n: int = 1) -> None:
-            bar.advance(task, n)
-
-        yield advance
+        yield Advance(bar, bar.add_task(description, total=total))
 
 
 def setup_logging() -> None:

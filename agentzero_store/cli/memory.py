@@ -18,6 +18,8 @@ from ..base.errors import InvalidArgumentError, NotFoundError
 from ..base.limits import expires_after
 from ..memory.records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
 from ..memory.store import SqliteMemoryStore
+from ..ops.backends import open_memory_store
+from ..pg.store import PgMemoryStore
 from ..storage.lock import acquire_writer
 from .common import (
     EmbedderOpt,
@@ -26,6 +28,7 @@ from .common import (
     data_dir,
     emit,
     make_embedder,
+    memory_target,
     out,
     progress,
     show_table,
@@ -40,18 +43,26 @@ ConvOpt = Annotated[str | None, typer.Option("--conversation", help="Conversatio
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=1, help="How many results.")]
 
 
-def _open(embedder: str | None = "none") -> SqliteMemoryStore:
-    return SqliteMemoryStore.open(
-        data_dir(), create=False, embedder=make_embedder(embedder), **store_kwargs()
+def _open(embedder: str | None = "none") -> SqliteMemoryStore | PgMemoryStore:
+    # A data dir or a PostgreSQL URL (--database-url, AGENTZERO_DATABASE_URL): the
+    # commands of this module work the same on both backends.
+    return open_memory_store(
+        memory_target(), create=False, embedder=make_embedder(embedder), **store_kwargs()
     )
 
 
 @contextmanager
-def _open_writer(embedder: str | None = "none") -> Iterator[SqliteMemoryStore]:
+def _open_writer(embedder: str | None = "none") -> Iterator[SqliteMemoryStore | PgMemoryStore]:
     # The store opens first: a wrong credential must fail before writer.lock is created
     # or written. Then one writer per data dir: wait for (then name) another writer
     # rather than interleave. The store closes (and checkpoints) before the role goes.
+    # PostgreSQL has no writer role: many clients write at once (transactions and
+    # constraints keep the invariants).
     store = _open(embedder)
+    if isinstance(store, PgMemoryStore):
+        with store:
+            yield store
+        return
     try:
         lock = acquire_writer(data_dir(), purpose="agentzero memory")
     except BaseException:
@@ -198,12 +209,14 @@ def import_agentzero_cmd(
     what was imported."""
     from ..ops.import_agentzero import import_agentzero, open_agentzero
 
+    data_dir()  # AgentZero's rows go into a data dir's memory.db (no database URL)
     # The source first: a wrong source passphrase fails before the store is opened.
     with (
         open_agentzero(path, source_passphrase) as source,
         _open_writer(embedder) as store,
         progress("importing", source.count()) as advance,
     ):
+        assert isinstance(store, SqliteMemoryStore)  # data_dir() above refused a URL
         r = import_agentzero(store, source, batch=batch, advance=advance)
 
     def human() -> None:

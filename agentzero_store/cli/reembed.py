@@ -71,6 +71,7 @@ def reembed(
     json_out: JsonOpt = False,
 ) -> None:
     """Re-embed memories and document chunks with another embedder, switching atomically."""
+    data_dir()  # a data dir's stores (a database URL is refused first, with its hint)
     emb = make_embedder(embedder)
     if emb is None:
         raise InvalidArgumentError(

@@ -15,9 +15,11 @@ import typer
 
 from ..base.config import Layout, StoreConfig
 from ..base.errors import StoreExistsError
+from ..pg.store import PgMemoryStore, redact
 from ..storage.credentials import generate_key_file
 from ..storage.key_header import store_exists
 from . import memory as cli_memory
+from . import migrate as cli_migrate
 from . import namespace as cli_namespace
 from . import ops as cli_ops
 from . import reembed as cli_reembed
@@ -25,7 +27,17 @@ from . import skill as cli_skill
 from . import store as cli_store
 from . import ui as cli_ui
 from .agent_memory import register_agent_memory_commands
-from .common import STATE, EmbedderOpt, JsonOpt, cli_command, data_dir, emit, out, setup_logging
+from .common import (
+    STATE,
+    EmbedderOpt,
+    JsonOpt,
+    cli_command,
+    data_dir,
+    emit,
+    out,
+    set_target,
+    setup_logging,
+)
 
 app = typer.Typer(
     name="agentzero",
@@ -51,10 +63,14 @@ app.add_typer(
 )
 # Sub-apps are added here (store, rag, key, mcp).
 app.add_typer(
-    cli_store.app, name="store", help="Indexes (status, rebuild, reembed); verify, backup, restore."
+    cli_store.app,
+    name="store",
+    help="Indexes (status, rebuild, reembed); verify, backup, restore; migrate (a data "
+    "dir to PostgreSQL and back).",
 )
 cli_ops.register_store_commands(cli_store.app)
 cli_store.app.command("reembed")(cli_command(cli_reembed.reembed))
+cli_store.app.command("migrate")(cli_command(cli_migrate.migrate_cmd))
 app.add_typer(cli_ops.key_app, name="key", help="Keys: change-passphrase, rotate, export-recovery.")
 app.command("ui")(cli_ui.ui)
 
@@ -62,11 +78,23 @@ app.command("ui")(cli_ui.ui)
 @app.callback()
 def _global(
     data_dir_opt: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--data-dir",
             envvar="AGENTZERO_DATA_DIR",
-            help="Data dir (default: the platform's user data dir).",
+            help="Data dir (default: the platform's user data dir), or a PostgreSQL URL.",
+            show_default=False,
+        ),
+    ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            envvar="AGENTZERO_DATABASE_URL",
+            help="postgresql://user@host/db: the memory store on PostgreSQL + pgvector "
+            "(memory append/import/recent/search/get/delete/gc, store status, migrate). "
+            "Wins over --data-dir.",
+            show_default=False,
         ),
     ] = None,
     key_file: Annotated[
@@ -80,7 +108,7 @@ def _global(
 ) -> None:
     """Credentials: --key-file, or env AGENTZERO_PASSPHRASE / AGENTZERO_DATA_KEY, then the OS
     keyring (stores made with `init --keyring`), or a prompt."""
-    STATE.data_dir = data_dir_opt
+    set_target(data_dir_opt, database_url)
     STATE.key_file = key_file
 
 
@@ -109,8 +137,25 @@ def init(
     A data dir holding an older AgentZero plaintext rag/index.jsonl is adopted: every
     record is sealed under the new key and no plaintext copy is kept.
     """
-    from ..ops.create import init_store
+    from ..ops.create import init_database, init_store
 
+    if STATE.database_url is not None:
+        key_file = STATE.key_file
+        if new_key_file is not None:
+            if PgMemoryStore.exists(STATE.database_url):  # before a key file is made
+                raise StoreExistsError(
+                    f"a memory store already exists in {redact(STATE.database_url)}"
+                )
+            generate_key_file(new_key_file)
+            key_file = new_key_file
+        made = init_database(
+            STATE.database_url, key_file=key_file, keyring=keyring, config=StoreConfig()
+        )
+        emit(
+            made,
+            lambda: out.print(f"created encrypted memory store {made.store_id} in {made.data_dir}"),
+        )
+        return
     root = data_dir()
     key_file = STATE.key_file
     if new_key_file is not None:

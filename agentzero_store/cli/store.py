@@ -17,8 +17,19 @@ from rich.table import Table
 
 from ..base.errors import InvalidArgumentError
 from ..memory.store import SqliteMemoryStore
+from ..pg.store import PgMemoryStore
 from ..sidecar.types import Progress, SidecarStatus
-from .common import JsonOpt, cli_command, data_dir, emit, out, progress, show_table, store_kwargs
+from .common import (
+    STATE,
+    JsonOpt,
+    cli_command,
+    data_dir,
+    emit,
+    out,
+    progress,
+    show_table,
+    store_kwargs,
+)
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -96,10 +107,44 @@ def _size(n: int) -> str:
     return str(n)
 
 
+def _pg_status(url: str) -> None:
+    """``store status`` of a memory store on PostgreSQL: no sidecars (pgvector's HNSW
+    index is PostgreSQL's own), so the store itself: its scopes, count and embedder."""
+    with PgMemoryStore.open(url, create=False, **store_kwargs()) as store:
+        model, dim = store.embedding_info()
+        scopes = store.scopes()
+        info = {
+            "backend": "postgresql",
+            "url": store.url,
+            "store_id": store.store_id,
+            "memories": sum(n for _, _, n in scopes),
+            "embedder": model,
+            "dimension": dim,
+            "scopes": [{"org_id": o, "agent_id": a, "count": n} for o, a, n in scopes],
+        }
+
+    def human() -> None:
+        emb = f"{model or '?'} ({dim}-d)" if dim else "no vectors yet"
+        out.print(f"PostgreSQL memory store {info['store_id']} at {info['url']}")
+        out.print(f"{info['memories']} memories; vectors: {emb}; index: pgvector HNSW")
+        t = Table("org", "agent", "memories")
+        for o, a, n in scopes:
+            t.add_row(o, a, str(n))
+        show_table(t)
+
+    emit(info, human)
+
+
 @app.command()
 @cli_command
 def status(json_out: JsonOpt = False) -> None:
-    """Each index: checkpointed seq vs the source's, entries, size, last checkpoint, embedder."""
+    """Each index: checkpointed seq vs the source's, entries, size, last checkpoint, embedder.
+
+    With a database URL: the PostgreSQL store (no sidecars): its memories per scope and
+    embedder (the JSON is one object with ``backend: postgresql``)."""
+    if STATE.database_url is not None:
+        _pg_status(STATE.database_url)
+        return
     with _open_all() as stores:
         rows = status_of(stores)
 

@@ -99,9 +99,30 @@ def scope_where(scope: Scope, now_us: int | None, alias: str = "") -> tuple[str,
     return (" AND ".join(clauses) or "1"), params
 
 
+def rows_after(db: Any, label: int, limit: int, now_us: int) -> list[Any]:
+    """Up to ``limit`` live rows with a label above ``label``, by label: the columns of
+    ``COLUMNS`` and then the vector's float32 bytes (or None). ``db`` is a ``Database``."""
+    cols = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
+    rows: list[Any] = db.query(
+        f"SELECT {cols}, v.embedding FROM memory m LEFT JOIN memory_vec v ON v.label = m.label"
+        " WHERE m.label > ? AND (m.expires_at_us IS NULL OR m.expires_at_us > ?)"
+        " ORDER BY m.label LIMIT ?",
+        (label, now_us, limit),
+    )
+    return rows
+
+
 def placeholders(n: int) -> str:
     """``?,?,...`` for an ``IN (...)`` list of ``n`` values."""
     return ",".join("?" * n)
 
 
-__all__ = ["COLUMNS", "SCOPE_FIELDS", "placeholders", "positive", "row_to_entry", "scope_where"]
+__all__ = [
+    "COLUMNS",
+    "SCOPE_FIELDS",
+    "placeholders",
+    "positive",
+    "row_to_entry",
+    "rows_after",
+    "scope_where",
+]

@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..base.config import Layout, StoreConfig
 from ..base.errors import InvalidArgumentError, StoreClosedError
 from ..base.limits import check_text
@@ -33,11 +35,13 @@ from . import recall, write
 from .feed import Change, MemoryFeed
 from .front import RecallMode, StoreFront
 from .records import MemoryEntry, MemoryHit, Scope, to_us
-from .rows import COLUMNS, positive, row_to_entry, scope_where
+from .rows import COLUMNS, positive, row_to_entry, rows_after, scope_where
 from .source import memory_seq, open_source
 from .tx import WriteTx
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from ..sidecar.types import OpenReport, Progress, SidecarStatus
     from .hnsw import MemoryHnsw
 
@@ -368,6 +372,22 @@ class SqliteMemoryStore(StoreFront):
             (self._now_us(),),
         )
         return [(str(o), str(a), int(n)) for o, a, n in rows]
+
+    def entries_after(
+        self, label: int, limit: int
+    ) -> list[tuple[int, MemoryEntry, npt.NDArray[np.float32] | None]]:
+        """Up to ``limit`` live entries stored after ``label``, in the order they were
+        stored, each as (label, entry, its vector or None): a whole store read page by
+        page (``ops.migrate``). Labels are this store's own; another store's differ."""
+        rows = rows_after(self._live(), label, positive(limit), self._now_us())
+        return [
+            (
+                int(r[0]),
+                row_to_entry(r[:-1]),
+                None if r[-1] is None else np.frombuffer(bytes(r[-1]), dtype=np.float32),
+            )
+            for r in rows
+        ]
 
     def semantic_recall(
         self,

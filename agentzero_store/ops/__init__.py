@@ -8,7 +8,10 @@
 - ``reembed``: re-embed both stores with another embedder, switching each atomically;
 - ``create``: ``agentzero init`` — a new store (key in the OS keyring if asked), or an
   older AgentZero data dir adopted in place (its plaintext document log sealed);
-- ``import_agentzero``: AgentZero's ``memory.db`` (SQLite or SQLCipher) imported, idempotently.
+- ``import_agentzero``: AgentZero's ``memory.db`` (SQLite or SQLCipher) imported, idempotently;
+- ``backends``: a memory store opened from a data dir or a PostgreSQL URL;
+- ``migrate`` (with ``migrate_check``): a memory store moved between a data dir and
+  PostgreSQL with the same key header, resumable, and checked against its source.
 
 Like the CLI, this layer composes the memory store and the document log; the document
 log's half of each operation lives in ``rag.maintenance`` and is imported lazily.

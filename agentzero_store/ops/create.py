@@ -33,8 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from ..base.config import Layout, StoreConfig
-from ..base.errors import CorruptStoreError, CredentialRequiredError, StoreExistsError
+from ..base.errors import (
+    CorruptStoreError,
+    CredentialRequiredError,
+    StoreExistsError,
+    UnsupportedByBackendError,
+)
 from ..memory.source import open_source
+from ..pg.store import PgMemoryStore, redact
 from ..storage.credentials import Credential, resolve_credential
 from ..storage.datadir import create_data_dir, store_credential, unlock_data_dir
 from ..storage.fileio import DEFAULT_IO, FileIO
@@ -173,4 +179,33 @@ def _refuse_foreign_memory_db(layout: Layout) -> None:
     )
 
 
-__all__ = ["InitResult", "init_store"]
+def init_database(
+    url: str,
+    *,
+    passphrase: str | None = None,
+    key: bytes | str | None = None,
+    key_file: Path | str | None = None,
+    keyring: bool = False,
+    prompt: bool | None = None,
+    config: StoreConfig | None = None,
+) -> InitResult:
+    """Create the memory store in the PostgreSQL database at ``url`` (``agentzero init``
+    with a database URL). Raises ``StoreExistsError`` if it already holds one. The OS
+    keyring is for data dirs: a team's shared database opens with a passphrase or key."""
+    if keyring:
+        raise UnsupportedByBackendError(
+            "a key in the OS keyring (init --keyring) is for a data dir on one machine",
+            hint="open a PostgreSQL store with a passphrase (AGENTZERO_PASSPHRASE) or a "
+            "key (AGENTZERO_DATA_KEY or --key-file / --new-key-file)",
+        )
+    where = redact(url)
+    if PgMemoryStore.exists(url):
+        raise StoreExistsError(f"a memory store already exists in {where}")
+    with PgMemoryStore.open(
+        url, passphrase=passphrase, key=key, key_file=key_file, prompt=prompt, config=config
+    ) as store:
+        store_id = store.store_id
+    return InitResult(where, store_id, True, None, False, False)
+
+
+__all__ = ["InitResult", "init_database", "init_store"]

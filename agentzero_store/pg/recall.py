@@ -40,13 +40,17 @@ def scope_where(scope: Scope, now_us: int | None, alias: str = "") -> tuple[str,
 
 
 def semantic_scored(
-    c: Any, q_text: str, k: int, scope: Scope, now_us: int, ef_search: int
+    c: Any, q_text: str, k: int, scope: Scope, now_us: int, ef_search: int, *, exact: bool = False
 ) -> list[tuple[int, float]]:
     """The ``k`` best (label, cosine similarity) in scope, best first. Runs inside the
-    caller's transaction (the ``SET LOCAL``s end with it)."""
+    caller's transaction (the ``SET LOCAL``s end with it). ``exact``: no index scan, so
+    not the HNSW index: every vector in scope is compared (exact, slower)."""
     where, params = scope_where(scope, now_us)
-    c.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    c.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+    if exact:
+        c.execute("SET LOCAL enable_indexscan = off")
+    else:
+        c.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        c.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
     rows = c.execute(
         "SELECT label, embedding <=> %s::vector AS d FROM az_memory"
         f" WHERE embedding IS NOT NULL AND {where} ORDER BY d LIMIT %s",

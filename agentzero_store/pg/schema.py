@@ -103,9 +103,33 @@ def get_meta(conn: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM az_meta")}
 
 
-def fix_dimension(conn: Any, dim: int, model: str | None) -> int:
+VECTOR_INDEX = "az_memory_embedding"
+# Memory for building the HNSW index after a bulk load: pgvector builds far faster while
+# the graph fits in maintenance_work_mem (~200 MB at 100k 384-d vectors); set for that
+# one statement only.
+BUILD_MEMORY = "512MB"
+
+
+def has_vector_index(conn: Any) -> bool:
+    """Whether the HNSW index over the vectors exists."""
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (VECTOR_INDEX,)).fetchone()
+    return bool(row[0])
+
+
+def create_vector_index(conn: Any) -> None:
+    """Build the HNSW cosine index over the vectors (if missing), inside the caller's
+    transaction: after a bulk load, far faster than updating it row by row."""
+    conn.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
+    conn.execute(
+        f"CREATE INDEX IF NOT EXISTS {VECTOR_INDEX} ON az_memory"
+        " USING hnsw (embedding vector_cosine_ops)"
+    )
+
+
+def fix_dimension(conn: Any, dim: int, model: str | None, *, index: bool = True) -> int:
     """The store's vector dimension: ``dim`` if none is set yet (the column is typed
-    ``vector(dim)`` and its HNSW cosine index built), else the one already set.
+    ``vector(dim)`` and, with ``index``, its HNSW cosine index built), else the one
+    already set.
 
     Inside the caller's write transaction, under the schema lock: two clients storing
     their first vectors at once agree on one dimension (the second sees the first's).
@@ -118,9 +142,8 @@ def fix_dimension(conn: Any, dim: int, model: str | None) -> int:
     if row is not None:
         return int(row[0])
     conn.execute(f"ALTER TABLE az_memory ALTER COLUMN embedding TYPE vector({int(dim)})")
-    conn.execute(
-        "CREATE INDEX az_memory_embedding ON az_memory USING hnsw (embedding vector_cosine_ops)"
-    )
+    if index:
+        create_vector_index(conn)
     conn.execute("INSERT INTO az_meta (key, value) VALUES ('embedding_dim', %s)", (str(dim),))
     if model:
         conn.execute(
@@ -134,10 +157,13 @@ def fix_dimension(conn: Any, dim: int, model: str | None) -> int:
 __all__ = [
     "SCHEMA_LOCK",
     "SCHEMA_VERSION",
+    "VECTOR_INDEX",
     "check",
     "create",
+    "create_vector_index",
     "exists",
     "fix_dimension",
     "get_meta",
+    "has_vector_index",
     "read_header",
 ]

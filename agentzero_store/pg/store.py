@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..base.config import StoreConfig
 from ..base.errors import (
@@ -28,9 +28,9 @@ from ..base.errors import (
     InvalidArgumentError,
     NoEmbedderError,
     StoreClosedError,
+    StoreExistsError,
     StoreIOError,
     StoreNotFoundError,
-    UnsupportedByBackendError,
     WrongKeyError,
 )
 from ..base.limits import check_text
@@ -42,10 +42,13 @@ from ..sidecar.bm25_terms import BlindTerms
 from ..storage.credentials import resolve_credential
 from ..storage.key_header import parse_header
 from ..storage.keys import StoreKeys, new_header, unlock_header
-from . import recall, schema, write
+from . import export, recall, schema, write
 from .rows import COLUMNS, RowCodec
+from .sqlite_only import SqliteOnlyParts
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import psycopg
 
 # psycopg is imported where a connection is made, not with the package: it costs ~0.1-0.2 s,
@@ -94,7 +97,19 @@ def _translated(where: str) -> Iterator[None]:
         ) from exc
 
 
-class PgMemoryStore(StoreFront):
+def _unlock(header: Mapping[str, Any], cred: Any, where: str) -> StoreKeys:
+    """The keys ``header`` gives ``cred``; ``WrongKeyError`` (nothing written) if none."""
+    try:
+        keys, _slot = unlock_header(header, cred, where=where, path="az_keys")
+    except WrongKeyError as exc:
+        raise WrongKeyError(
+            exc.message,
+            hint="check the passphrase or key; no row in the database was changed",
+        ) from None
+    return keys
+
+
+class PgMemoryStore(StoreFront, SqliteOnlyParts):
     """Encrypted conversation memory in PostgreSQL, with semantic, keyword and hybrid
     recall: the same public API as ``SqliteMemoryStore``."""
 
@@ -118,6 +133,8 @@ class PgMemoryStore(StoreFront):
         self._codec = RowCodec(keys)
         self._terms = BlindTerms(keys.subkey("pg-bm25-terms"))
         self._dim: int | None = None
+        self._exact = False  # hnsw=False: exact semantic recall, never the HNSW index
+        self._defer_index = False  # in bulk_load(): the HNSW index is built at the end
 
     def __repr__(self) -> str:
         return f"PgMemoryStore({self.url!r})"
@@ -136,19 +153,21 @@ class PgMemoryStore(StoreFront):
         clock: Clock | None = None,
         prompt: bool | None = None,
         hnsw: bool | None = None,
+        key_header: Mapping[str, Any] | None = None,
     ) -> PgMemoryStore:
         """Open (or create) the memory store in the PostgreSQL database at ``url``.
 
         The credential is checked against the key header in ``az_keys`` before anything
         is written: a wrong one raises ``WrongKeyError`` and no row changes. The database
         must exist and allow ``CREATE EXTENSION vector`` (pgvector >= 0.8) on create.
-        ``hnsw``: pgvector's HNSW index always serves semantic recall; False (no index)
-        is not supported.
+        ``hnsw``: None or True, pgvector's HNSW index serves semantic recall; False,
+        semantic recall is exact (a scan of the scope's vectors, as ``SqliteMemoryStore``
+        with ``hnsw=False``); the index is kept up to date either way.
+        ``key_header``: create the store with this existing key header (a data dir's
+        keys.json, parsed) instead of a fresh one, so a store moved between backends
+        keeps its store id and master key and opens with the same credentials; a
+        database that already holds a store must hold that same store.
         """
-        if hnsw is False:
-            raise UnsupportedByBackendError(
-                "the PostgreSQL backend always uses pgvector's HNSW index (hnsw=False)"
-            )
         config = config or StoreConfig()
         cred = resolve_credential(
             passphrase=passphrase, key=key, key_file=key_file, prompt=prompt, confirm=False
@@ -160,15 +179,31 @@ class PgMemoryStore(StoreFront):
             conn = psycopg.connect(url, autocommit=True)
         try:
             with _translated(where):
-                keys = cls._unlock_or_create(conn, cred, where, create, config)
+                keys = cls._unlock_or_create(conn, cred, where, create, config, key_header)
         except BaseException:
             conn.close()
             raise
-        return cls(conn, keys, url, embedder=embedder, config=config, clock=clock or _utcnow)
+        store = cls(conn, keys, url, embedder=embedder, config=config, clock=clock or _utcnow)
+        store._exact = hnsw is False
+        return store
+
+    @staticmethod
+    def exists(url: str) -> bool:
+        """Whether the database at ``url`` holds a memory store (no credential needed:
+        it reads only whether the key table is there)."""
+        import psycopg
+
+        with _translated(redact(url)), psycopg.connect(url, autocommit=True) as conn:
+            return schema.exists(conn)
 
     @staticmethod
     def _unlock_or_create(
-        conn: psycopg.Connection[Any], cred: Any, where: str, create: bool, config: StoreConfig
+        conn: psycopg.Connection[Any],
+        cred: Any,
+        where: str,
+        create: bool,
+        config: StoreConfig,
+        key_header: Mapping[str, Any] | None,
     ) -> StoreKeys:
         if not schema.exists(conn):
             if not create:
@@ -181,19 +216,22 @@ class PgMemoryStore(StoreFront):
                 # first one's header instead of writing its own.
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.SCHEMA_LOCK,))
                 if not schema.exists(conn):
-                    keys, header = new_header(cred, kdf=config.kdf)
+                    if key_header is None:
+                        keys, header = new_header(cred, kdf=config.kdf)
+                    else:  # unlocked first: a header the credential cannot open is refused
+                        header = dict(key_header)
+                        keys = _unlock(header, cred, where)
                     schema.create(conn, json.dumps(header, sort_keys=True), keys.store_id)
                     return keys
         # Read only until the credential fits: a wrong one changes no row.
-        header = parse_header(schema.read_header(conn), "az_keys")
-        try:
-            keys, _slot = unlock_header(header, cred, where=where, path="az_keys")
-        except WrongKeyError as exc:
-            raise WrongKeyError(
-                exc.message,
-                hint="check the passphrase or key; no row in the database was changed",
-            ) from None
+        keys = _unlock(parse_header(schema.read_header(conn), "az_keys"), cred, where)
         schema.check(conn, keys.store_id)
+        if key_header is not None and key_header.get("store_id") != keys.store_id:
+            raise StoreExistsError(
+                f"{where} already holds another memory store ({keys.store_id})",
+                hint="migrate into an empty database, or into the one this store was "
+                "migrated to before",
+            )
         return keys
 
     # ----------------------------------------------------------------- lifecycle
@@ -224,6 +262,11 @@ class PgMemoryStore(StoreFront):
     def keys(self) -> StoreKeys:
         """The unlocked keys."""
         return self._keys
+
+    def key_header(self) -> dict[str, Any]:
+        """The key header in ``az_keys`` (the keys.json format: wrapped keys, no secret)."""
+        with self._tx() as c:
+            return parse_header(schema.read_header(c), "az_keys")
 
     def embedding_info(self) -> tuple[str | None, int | None]:
         """(model id, dimension) of the vectors stored so far, or (None, None)."""
@@ -266,7 +309,34 @@ class PgMemoryStore(StoreFront):
         )
         if not batch.entries:
             return []
-        return self._write(lambda c: write.insert(c, batch, self._codec, self._terms))
+        index = not self._defer_index
+        return self._write(
+            lambda c: write.insert(c, batch, self._codec, self._terms, vector_index=index)
+        )
+
+    @contextlib.contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Load many vectors into a store that has none yet, then build the HNSW index
+        once (pgvector builds it far faster than it updates it row by row).
+
+        If the store already has its index, this changes nothing. Otherwise the index is
+        made when the block ends without an error; until then (or after a crash: run
+        the load again) semantic recall scans the vectors exactly (right, but slower).
+        Building it needs the table's owner, as fixing the dimension does.
+        """
+        with self._tx() as c:
+            indexed = schema.has_vector_index(c)
+        if indexed:
+            yield
+            return
+        self._defer_index = True
+        try:
+            yield
+        finally:
+            self._defer_index = False
+        with self._tx() as c:
+            if schema.get_meta(c).get("embedding_dim") is not None:
+                schema.create_vector_index(c)
 
     def delete(self, entry_id: str) -> bool:
         """Delete one entry and its terms. True if it existed."""
@@ -357,6 +427,21 @@ class PgMemoryStore(StoreFront):
             row = c.execute(f"SELECT count(*) FROM az_memory WHERE {where}", params).fetchone()
         return int(row[0]) if row is not None else 0
 
+    def scopes(self) -> list[tuple[str, str, int]]:
+        """Every (org_id, agent_id) holding live memories, with how many, in order."""
+        with self._tx() as c:
+            return export.scopes(c, self._now_us())
+
+    def entries_after(
+        self, label: int, limit: int
+    ) -> list[tuple[int, MemoryEntry, npt.NDArray[np.float32] | None]]:
+        """Up to ``limit`` live entries stored after ``label``, in the order they were
+        stored, each as (label, entry, its vector or None): a whole store read page by
+        page (``ops.migrate``). Labels are this store's own; another store's differ."""
+        with self._tx() as c:
+            rows = export.rows_after(c, label, positive(limit), self._now_us())
+        return [(int(r[0]), self._codec.open(r[:-1]), export.vector(r[-1])) for r in rows]
+
     def _query_vector(self, query_vector: Any) -> str | None:
         dim = self._vector_dim()
         return None if dim is None else write.vector_text(query_vector, dim)
@@ -381,7 +466,9 @@ class PgMemoryStore(StoreFront):
             return []  # no vector stored yet
         now = self._now_us()
         with self._tx() as c:
-            scored = recall.semantic_scored(c, q, k, scope, now, self._ef_search(k))
+            scored = recall.semantic_scored(
+                c, q, k, scope, now, self._ef_search(k), exact=self._exact
+            )
             return recall.hits(c, scored, "semantic", scope, now, self._codec)
 
     def keyword_recall(
@@ -426,7 +513,9 @@ class PgMemoryStore(StoreFront):
         now = self._now_us()
         with self._tx() as c:
             sem = (
-                recall.semantic_scored(c, q, candidates, scope, now, self._ef_search(candidates))
+                recall.semantic_scored(
+                    c, q, candidates, scope, now, self._ef_search(candidates), exact=self._exact
+                )
                 if q is not None
                 else []
             )
@@ -453,81 +542,6 @@ class PgMemoryStore(StoreFront):
         assert self.embedder is not None
         vector: Vector = self.embedder.embed([check_text("query text", text)])[0]
         return vector
-
-    # ------------------------------------------- SQLite-only parts of the API
-    @staticmethod
-    def _unsupported(what: str) -> NoReturn:
-        raise UnsupportedByBackendError(
-            f"the PostgreSQL backend does not support {what} yet",
-        )
-
-    @property
-    def data_dir(self) -> NoReturn:
-        """A PostgreSQL store has no data dir (see ``url``)."""
-        self._unsupported("data_dir (it has a database URL: .url)")
-
-    @property
-    def database(self) -> NoReturn:
-        """SQLite only: the ``memory.db`` connection."""
-        self._unsupported("database (a memory.db connection)")
-
-    @property
-    def feed(self) -> NoReturn:
-        """SQLite only: the change feed of the sidecars."""
-        self._unsupported("the change feed")
-
-    @property
-    def hnsw_index(self) -> NoReturn:
-        """SQLite only: the HNSW sidecar (PostgreSQL uses pgvector's own index)."""
-        self._unsupported("the HNSW sidecar (pgvector's index serves semantic recall)")
-
-    def enable_hnsw_index(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only (pgvector's HNSW index is always on)."""
-        self._unsupported("enable_hnsw_index (pgvector's HNSW index is always on)")
-
-    def index_status(self) -> NoReturn:
-        """SQLite only: status of the sidecars."""
-        self._unsupported("index_status (there are no sidecars)")
-
-    def rebuild_index(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only: rebuild a sidecar."""
-        self._unsupported("rebuild_index (there are no sidecars; REINDEX in PostgreSQL)")
-
-    def purge_index(self) -> NoReturn:
-        """SQLite only: drop deleted rows from the HNSW sidecar."""
-        self._unsupported("purge_index (there are no sidecars)")
-
-    def deferred_index_checkpoints(self) -> NoReturn:
-        """SQLite only: defer sidecar checkpoints."""
-        self._unsupported("deferred_index_checkpoints (there are no sidecars)")
-
-    def prepare(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only: entries made ready for a shared write transaction."""
-        self._unsupported("prepare / transaction (shared write transactions)")
-
-    def transaction(self) -> NoReturn:
-        """SQLite only: one write transaction shared with a layer's own tables."""
-        self._unsupported("transaction (shared write transactions)")
-
-    def source_seq(self) -> NoReturn:
-        """SQLite only: the change feed's newest seq."""
-        self._unsupported("source_seq (the change feed)")
-
-    def changes_since(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only: the change feed."""
-        self._unsupported("changes_since (the change feed)")
-
-    def vector_count(self) -> NoReturn:
-        """SQLite only: rows for the HNSW sidecar."""
-        self._unsupported("vector_count (the change feed)")
-
-    def vectors_after(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only: vectors for the HNSW sidecar."""
-        self._unsupported("vectors_after (the change feed)")
-
-    def iter_vectors(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only: vectors for the HNSW sidecar."""
-        self._unsupported("iter_vectors (the change feed)")
 
 
 __all__ = ["Clock", "PgMemoryStore", "redact"]

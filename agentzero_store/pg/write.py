@@ -87,15 +87,20 @@ def vector_text(v: Any, dim: int) -> str:
     )
 
 
-def insert(c: Any, b: Batch, codec: RowCodec, terms: BlindTerms) -> list[str]:
+def insert(
+    c: Any, b: Batch, codec: RowCodec, terms: BlindTerms, *, vector_index: bool = True
+) -> list[str]:
     """Insert ``b`` inside the caller's transaction; returns the ids (identical re-sends
-    of stored memories are written no second time)."""
+    of stored memories are written no second time). ``vector_index`` False: if these are
+    the store's first vectors, the HNSW index is left for later (a bulk load)."""
     if not b.entries:
         return []
     first = next((v for v in b.vectors if v is not None), None)
     dim: int | None = None
     if first is not None:
-        dim = schema.fix_dimension(c, int(np.asarray(first).reshape(-1).shape[0]), b.model)
+        dim = schema.fix_dimension(
+            c, int(np.asarray(first).reshape(-1).shape[0]), b.model, index=vector_index
+        )
     elif row := c.execute("SELECT value FROM az_meta WHERE key = 'embedding_dim'").fetchone():
         dim = int(row[0])
     cols: dict[str, list[Any]] = {

@@ -266,6 +266,7 @@ def create_keys(
     store_id: str | None = None,
     more_slots: Sequence[tuple[str, Credential]] = (),
     adopt_log: bool = False,
+    header: Mapping[str, Any] | None = None,
 ) -> StoreKeys:
     """Create keys.json with a fresh master key and store id. Never overwrites one.
 
@@ -274,6 +275,9 @@ def create_keys(
     outside the data dir is named after it before keys.json exists (the keyring entry).
     ``adopt_log``: the caller checked that ``rag/index.jsonl`` is a plaintext legacy log
     to be sealed under the new key (``ops.adopt``); any other data file is refused.
+    ``header``: keep this existing key header (checked with ``key_header.parse_header``;
+    ``cred`` must open it) instead of making a fresh one: a store moved here from
+    another backend keeps its store id, master key and credentials.
     """
     if layout.keys.exists():
         raise StoreExistsError(f"{layout.keys} already exists")
@@ -285,7 +289,12 @@ def create_keys(
                 path=layout.keys,
                 hint="restore keys.json from a backup; without it the data cannot be decrypted",
             )
-    keys, header = new_header(cred, kdf=kdf, store_id=store_id, more_slots=more_slots)
+    if header is None:
+        keys, header = new_header(cred, kdf=kdf, store_id=store_id, more_slots=more_slots)
+    else:
+        if cred is None:
+            raise InvalidArgumentError("keeping a key header needs a credential that opens it")
+        keys = unlock_header(header, cred, where=str(layout.root), path=layout.keys)[0]
     layout.root.mkdir(parents=True, exist_ok=True, mode=0o700)
     # The ledger first: keys.json is what makes the data dir a store, and its slot
     # requires the ledger. A crash in between leaves a ledger and no store; the next

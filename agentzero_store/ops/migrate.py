@@ -1,0 +1,233 @@
+"""Moving a memory store between backends: a data dir to a PostgreSQL database and back.
+
+``migrate_store(source, target)`` copies every live memory of every scope, with its id,
+times, metadata and vector, then checks the copy (``migrate_check``). Either side is a
+data dir or a PostgreSQL URL.
+
+- **Same keys.** The target keeps the source's key header (store id, wrapped master key,
+  every credential slot): a PostgreSQL target stores it in ``az_keys``
+  (``PgMemoryStore.open(key_header=...)``), a data dir target as its keys.json
+  (``create_keys(header=...)``). The same passphrase or key opens both, and nothing is
+  re-encrypted on the way: each backend seals rows with its own subkeys of that master
+  key. After the move the two are independent copies: a passphrase changed on one is
+  not changed on the other.
+- **Idempotent and resumable.** Rows go in pages, one transaction each, with their ids:
+  a page written before a crash (kill -9, a lost connection) is sent again on the next
+  run and each store recognises an identical re-send of a stored memory and writes
+  nothing. So a re-run finishes the copy, and nothing is doubled or lost. A target that
+  holds another store (another store id) is refused before anything is written.
+- **Checked.** After the copy, the counts of every (org, agent) scope, every memory
+  (its fields and vector) and the answers to a sample of semantic and keyword queries
+  must agree; otherwise ``MigrationMismatchError`` names what differs.
+
+Only live memories move: deleted ones are gone and expired ones are not copied.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..base.config import Layout, StoreConfig
+from ..base.errors import InvalidArgumentError, StoreExistsError
+from ..memory.records import MemoryEntry
+from ..memory.store import SqliteMemoryStore
+from ..pg.store import PgMemoryStore, redact
+from ..storage.credentials import Credential, resolve_credential
+from ..storage.datadir import store_credential
+from ..storage.key_header import read_header, read_store_id, store_exists
+from ..storage.keys import create_keys
+from ..storage.lock import acquire_writer
+from . import migrate_check
+from .backends import is_postgres_url
+
+Store = SqliteMemoryStore | PgMemoryStore
+Advance = Callable[[int], None]
+
+PAGE = 500  # memories per page: one read of the source, one write transaction
+
+
+@dataclass(frozen=True)
+class MigrateReport:
+    """What a migration copied and checked."""
+
+    source: str
+    target: str
+    store_id: str
+    memories: int  # live memories in the source (and, checked, in the target)
+    written: int  # of them, stored in the target by this run (the rest: earlier runs)
+    scopes: list[dict[str, Any]]  # every (org, agent) with its count
+    checked: dict[str, int]  # memories compared, semantic and keyword queries compared
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``--json``)."""
+        return asdict(self)
+
+
+def migrate_store(
+    source: Path | str,
+    target: Path | str,
+    *,
+    passphrase: str | None = None,
+    key: bytes | str | None = None,
+    key_file: Path | str | None = None,
+    prompt: bool | None = None,
+    config: StoreConfig | None = None,
+    page: int = PAGE,
+    sample: int = migrate_check.SAMPLE,
+    total: Callable[[int], None] | None = None,
+    advance: Advance | None = None,
+) -> MigrateReport:
+    """Copy the memory store at ``source`` to ``target`` and check the copy.
+
+    ``source`` and ``target`` are data dirs or PostgreSQL URLs. ``total(n)`` is called
+    once with the number of memories to copy, ``advance(n)`` after each page.
+    """
+    if str(source) == str(target):
+        raise InvalidArgumentError("the source and the target of a migration are the same")
+    if page < 1 or sample < 0:
+        raise InvalidArgumentError("page must be at least 1 and sample at least 0")
+    config = config or StoreConfig()
+    started = time.monotonic()
+    cred = _credential(source, passphrase, key, key_file, prompt)
+    opened = {"config": config, "hnsw": False, **_as_kwargs(cred)}
+    with contextlib.ExitStack() as stack:
+        # hnsw=False on both sides: the copy never waits for an HNSW sidecar (a data dir
+        # target gets one from `agentzero store rebuild`, or the agent memory's first
+        # open, as a new store does), and the check compares exact answers.
+        src = _hold(stack, source, _open(source, create=False, **opened))
+        dst = _hold(stack, target, _open_target(target, _header(src), cred, opened))
+        n = src.count()
+        if total is not None:
+            total(n)
+        before = dst.count()
+        # Into PostgreSQL: the HNSW index is built once after the copy (if the target
+        # has none yet), not updated row by row.
+        with dst.bulk_load() if isinstance(dst, PgMemoryStore) else contextlib.nullcontext():
+            _copy(src, dst, page, advance)
+        written = dst.count() - before
+        checked = migrate_check.check(src, dst, sample=sample)
+        scopes = [{"org_id": o, "agent_id": a, "count": c} for o, a, c in src.scopes()]
+    return MigrateReport(
+        source=_where(source),
+        target=_where(target),
+        store_id=src.store_id,
+        memories=n,
+        written=written,
+        scopes=scopes,
+        checked=checked,
+        seconds=round(time.monotonic() - started, 3),
+    )
+
+
+def _hold(stack: contextlib.ExitStack, where: Path | str, store: Store) -> Store:
+    """Close ``store`` when ``stack`` ends; a data dir's writer role is held until then,
+    so no other process changes it between the copy and the check (PostgreSQL has no
+    such role: stop its writers first). The store closes before the role goes."""
+    try:
+        if not is_postgres_url(where):
+            stack.enter_context(acquire_writer(where, purpose="agentzero store migrate"))
+    except BaseException:
+        store.close()
+        raise
+    stack.callback(store.close)
+    return store
+
+
+def _copy(src: Store, dst: Store, page: int, advance: Advance | None) -> None:
+    """Every live memory of ``src`` into ``dst``, page by page, in the order stored."""
+    after = 0
+    while rows := src.entries_after(after, page):
+        after = rows[-1][0]
+        for entries, vectors in _runs([(e, v) for _, e, v in rows]):
+            dst.append_many(entries, vectors)
+        if advance is not None:
+            advance(len(rows))
+
+
+def _runs(rows: list[tuple[MemoryEntry, Any]]) -> Iterator[tuple[list[MemoryEntry], Any]]:
+    """``rows`` cut into runs that all have a vector, or all have none, in order.
+
+    A batch with vectors takes its first entry's ``embedding_model`` as the store's
+    model when it fixes the dimension, so a run must not start with a row without one.
+    """
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or (rows[i][1] is None) != (rows[start][1] is None):
+            run = rows[start:i]
+            has = run[0][1] is not None
+            yield [e for e, _ in run], ([v for _, v in run] if has else None)
+            start = i
+
+
+def _credential(
+    source: Path | str,
+    passphrase: str | None,
+    key: bytes | str | None,
+    key_file: Path | str | None,
+    prompt: bool | None,
+) -> Credential:
+    """The credential that opens the source (a data dir's may be in the OS keyring); the
+    target is made with the same key header, so it opens the target too."""
+    if is_postgres_url(source):
+        return resolve_credential(
+            passphrase=passphrase, key=key, key_file=key_file, prompt=prompt, confirm=False
+        )
+    return store_credential(
+        Layout(Path(source).expanduser()),
+        passphrase=passphrase,
+        key=key,
+        key_file=key_file,
+        prompt=prompt,
+    )
+
+
+def _as_kwargs(cred: Credential) -> dict[str, Any]:
+    if cred.kind == "passphrase":
+        return {"passphrase": cred.secret.decode("utf-8")}
+    return {"key": cred.secret}
+
+
+def _open(where: Path | str, **kw: Any) -> Store:
+    if is_postgres_url(where):
+        return PgMemoryStore.open(str(where), **kw)
+    return SqliteMemoryStore.open(where, **kw)
+
+
+def _header(store: Store) -> dict[str, Any]:
+    """The key header of an open store (keys.json, or the ``az_keys`` row)."""
+    if isinstance(store, PgMemoryStore):
+        return store.key_header()
+    return read_header(Layout(store.data_dir))
+
+
+def _open_target(
+    target: Path | str, header: dict[str, Any], cred: Credential, opened: dict[str, Any]
+) -> Store:
+    """The target store, created with ``header`` if there is none, or the one an earlier
+    run of this migration created (the same store id); any other store is refused."""
+    if is_postgres_url(target):
+        return PgMemoryStore.open(str(target), key_header=header, create=True, **opened)
+    layout = Layout(Path(target).expanduser())
+    if store_exists(layout):
+        if read_store_id(layout) != header["store_id"]:
+            raise StoreExistsError(
+                f"{layout.root} already holds another store",
+                hint="migrate into a new (or empty) data dir, or into the one this store "
+                "was migrated to before",
+            )
+    else:
+        create_keys(layout, cred, kdf=opened["config"].kdf, header=header)
+    return SqliteMemoryStore.open(layout.root, create=False, **opened)
+
+
+def _where(side: Path | str) -> str:
+    return redact(str(side)) if is_postgres_url(side) else str(side)
+
+
+__all__ = ["PAGE", "MigrateReport", "migrate_store"]
