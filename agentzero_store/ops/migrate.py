@@ -20,7 +20,10 @@ data dir or a PostgreSQL URL.
   (its fields and vector) and the answers to a sample of semantic and keyword queries
   must agree; otherwise ``MigrationMismatchError`` names what differs.
 
-Only live memories move: deleted ones are gone and expired ones are not copied.
+Only live memories move: deleted ones are gone and expired ones are not copied. A data
+dir whose agent memory holds anything beyond its memory rows (``agent_memory_contents``:
+notes, facts, speakers, archived texts, history, ...) is refused before anything is
+written: the agent memory does not run on PostgreSQL yet, and it would stay behind.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..agentmem.repository import agent_memory_contents
 from ..base.config import Layout, StoreConfig
-from ..base.errors import InvalidArgumentError, StoreExistsError
+from ..base.errors import InvalidArgumentError, StoreExistsError, UnsupportedByBackendError
 from ..memory.records import MemoryEntry
 from ..memory.store import SqliteMemoryStore
 from ..pg.store import PgMemoryStore, redact
@@ -101,6 +105,7 @@ def migrate_store(
         # target gets one from `agentzero store rebuild`, or the agent memory's first
         # open, as a new store does), and the check compares exact answers.
         src = _hold(stack, source, _open(source, create=False, **opened))
+        _refuse_agent_memory(src)
         dst = _hold(stack, target, _open_target(target, _header(src), cred, opened))
         n = src.count()
         if total is not None:
@@ -123,6 +128,26 @@ def migrate_store(
         checked=checked,
         seconds=round(time.monotonic() - started, 3),
     )
+
+
+def _refuse_agent_memory(src: Store) -> None:
+    """A data dir whose agent memory holds more than its memory rows is not moved: only
+    the memory store moves (the agent memory does not run on PostgreSQL yet), so its
+    notes, facts, speakers, archived texts, history and the rest would stay behind, and
+    an archived memory's row holds a pointer to memory.archive.db, not its text. Checked
+    before anything is written to the target."""
+    if not isinstance(src, SqliteMemoryStore):
+        return
+    held = agent_memory_contents(src)
+    if held:
+        what = ", ".join(f"{n:,} {name}" for name, n in held.items())
+        raise UnsupportedByBackendError(
+            f"this data dir's agent memory holds {what}: store migrate moves the memory"
+            " store alone and would leave them behind",
+            hint="keep this store in its data dir until the agent memory runs on"
+            " PostgreSQL; a store written only as turns and notes of the memory store"
+            " (agentzero memory append, the MCP memory_append tool) moves as it is",
+        )
 
 
 def _hold(stack: contextlib.ExitStack, where: Path | str, store: Store) -> Store:
