@@ -123,6 +123,24 @@ def child_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("AGENTZERO_") or k in keep}
 
 
+def run_agentzero(
+    argv: list[str], *, env: dict[str, str], check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run the real ``agentzero ARGV`` in a subprocess with ``env``; with ``check``, a
+    non-zero exit fails the test showing both streams."""
+    p = subprocess.run(
+        [AGENTZERO, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    if check and p.returncode != 0:
+        raise AssertionError(f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}")
+    return p
+
+
 def run_cli(
     data_dir: Path,
     *args: str,
@@ -135,17 +153,7 @@ def run_cli(
     e["AGENTZERO_PASSPHRASE"] = passphrase
     e["COLUMNS"] = "250"  # rich wraps tables to the terminal width
     e.update(env or {})
-    p = subprocess.run(
-        [AGENTZERO, "--data-dir", str(data_dir), *args],
-        capture_output=True,
-        text=True,
-        env=e,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
-    if check and p.returncode != 0:
-        raise AssertionError(f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}")
-    return p
+    return run_agentzero(["--data-dir", str(data_dir), *args], env=e, check=check)
 
 
 def js(p: subprocess.CompletedProcess[str]) -> Any:

@@ -5,14 +5,12 @@ error and a hint, never a traceback."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .conftest import AGENTZERO, PASSPHRASE, child_env
+from .conftest import PASSPHRASE, child_env, js, run_agentzero
 
 
 def run(
@@ -35,21 +33,7 @@ def run(
         env["AGENTZERO_DATABASE_URL"] = url
     else:
         where = ["--data-dir", url]
-    p = subprocess.run(
-        [AGENTZERO, *extra, *where, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
-    if check and p.returncode != 0:
-        raise AssertionError(f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}")
-    return p
-
-
-def js(p: subprocess.CompletedProcess[str]) -> Any:
-    return json.loads(p.stdout)
+    return run_agentzero([*extra, *where, *args], env=env, check=check)
 
 
 def test_memory_store_commands_on_postgresql(pg_url: str) -> None:
