@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from ..memory.records import from_us
 from ..memory.rows import placeholders
 from .records import entity_key
-from .repo_core import NewMemory, RepositoryCore, batches
+from .repo_core import NewMemory, batches
+from .repo_reads import ReadRows
 from .schema import AM_MEMORY_COLUMNS, LAYER_COLUMNS
 
 # The layer's columns in an ``am_memory`` row as forget keeps it (after id and label,
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from ..memory.tx import WriteTx
 
 
-class LifecycleRows(RepositoryCore):
+class LifecycleRows(ReadRows):
     """Forget, undo, erase, archive, consolidation and adoption (see the module)."""
 
     # ------------------------------------------------------------------ forget, undo

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..memory.rows import placeholders
 from .records import Procedure
+from .repo_beliefs import BeliefRows
 from .repo_core import READ_COLUMNS, Candidate, Filter, NewMemory, Row, batches, entities
 from .repo_lifecycle import LifecycleRows
 from .schema import SCHEMA_VERSION
@@ -37,9 +38,10 @@ if TYPE_CHECKING:
     from ..memory.store import SqliteMemoryStore
 
 
-class SqliteRepository(LifecycleRows):
+class SqliteRepository(LifecycleRows, BeliefRows):
     """The agent-memory tables of one (org, agent) scope in ``memory.db``: the core
-    (``repo_core``), the lifecycle (``repo_lifecycle``), and here namespaces, pins and
+    (``repo_core``), reads (``repo_reads``), beliefs (``repo_beliefs``: history, facts,
+    edges, procedures), the lifecycle (``repo_lifecycle``), and here namespaces, pins and
     core facts, the hot and warm tiers, sessions and recall's signals."""
 
     # ------------------------------------------------------------------ namespaces
