@@ -9,7 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentzero_store import DimensionMismatchError, MemoryEntry, SqliteMemoryStore
+from agentzero_store import (
+    DimensionMismatchError,
+    InvalidArgumentError,
+    MemoryEntry,
+    SqliteMemoryStore,
+)
 from agentzero_store.embed.vectors import as_vector, as_vectors
 
 from .conftest import FAST, PASSPHRASE, rand_vectors
@@ -95,3 +100,15 @@ def test_generated_ids_are_time_ordered_uuids(data_dir: Path) -> None:
         assert u.hex == i and u.version == 7 and u.variant == uuid.RFC_4122
     assert int(ids[0][:12], 16) == int(ids[2][:12], 16) == ms
     assert int(later[:12], 16) == ms + 5 and later > max(ids[0], ids[2])
+
+
+@pytest.mark.parametrize("bad", ["bare text", {"content": "a dict"}, None])
+def test_anything_but_an_entry_is_a_typed_error_and_writes_nothing(
+    store: SqliteMemoryStore, bad: object
+) -> None:
+    with pytest.raises(InvalidArgumentError, match="MemoryEntry records") as err:
+        store.append(bad)  # type: ignore[arg-type]
+    assert err.value.hint and "MemoryEntry(" in err.value.hint
+    with pytest.raises(InvalidArgumentError):
+        store.append_many([MemoryEntry("fine"), bad])  # type: ignore[list-item]
+    assert store.count() == 0

@@ -197,9 +197,15 @@ def _duplicate(eid: str) -> DuplicateIdError:
 
 
 def _refuse_repeated_ids(entries: Sequence[MemoryEntry]) -> None:
-    """The same caller-chosen id twice in one batch is refused, even for equal entries."""
+    """The same caller-chosen id twice in one batch is refused, even for equal entries;
+    so is anything but a ``MemoryEntry`` (a bare string would fail later, raw)."""
     seen: set[str] = set()
     for e in entries:
+        if not isinstance(e, MemoryEntry):
+            raise InvalidArgumentError(
+                f"entries must be MemoryEntry records, got {type(e).__name__}",
+                hint="wrap the text: MemoryEntry(text, role=..., conversation_id=...)",
+            )
         if e.id:
             if e.id in seen:
                 raise DuplicateIdError(f"memory id {e.id!r} appears twice in this batch")
