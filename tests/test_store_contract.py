@@ -170,6 +170,10 @@ def test_append_many_is_all_or_nothing(mem: Store) -> None:
         mem.append_many([MemoryEntry(f"v{i}", id=f"v{i}") for i in range(3)], vectors=bad)
     assert mem.count() == 1
     assert mem.keyword_recall("batch row", 10) == []
+    # Anything but an entry is the same typed error on both backends, and writes nothing.
+    with pytest.raises(InvalidArgumentError, match="MemoryEntry records"):
+        mem.append_many([MemoryEntry("fine", id="fine"), "bare text"])  # type: ignore[list-item]
+    assert mem.count() == 1 and mem.get("fine") is None
 
 
 def test_identical_resend_is_a_no_op_and_a_reused_id_is_refused(mem: Store) -> None:

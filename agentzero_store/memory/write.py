@@ -74,9 +74,7 @@ def prepare(
 ) -> Prepared:
     """Validate ``entries``, choose their ids and compute their vectors (if an embedder)."""
     entries = list(entries)
-    if vectors is not None and len(vectors) != len(entries):
-        raise InvalidArgumentError(f"{len(entries)} entries but {len(vectors)} vectors")
-    _refuse_repeated_ids(entries)
+    check_batch(entries, vectors)
     model: str | None
     vecs: Sequence[Any] | Vector
     if not entries:
@@ -196,9 +194,12 @@ def _duplicate(eid: str) -> DuplicateIdError:
     return DuplicateIdError(f"memory id {eid!r} is already used by another memory")
 
 
-def _refuse_repeated_ids(entries: Sequence[MemoryEntry]) -> None:
-    """The same caller-chosen id twice in one batch is refused, even for equal entries;
-    so is anything but a ``MemoryEntry`` (a bare string would fail later, raw)."""
+def check_batch(entries: Sequence[MemoryEntry], vectors: Sequence[Any] | None) -> None:
+    """What every backend refuses in a batch before anything else: a vector count that
+    does not match, anything but a ``MemoryEntry`` (a bare string would fail later,
+    raw), and the same caller-chosen id twice, even for equal entries."""
+    if vectors is not None and len(vectors) != len(entries):
+        raise InvalidArgumentError(f"{len(entries)} entries but {len(vectors)} vectors")
     seen: set[str] = set()
     for e in entries:
         if not isinstance(e, MemoryEntry):
@@ -354,6 +355,7 @@ __all__ = [
     "ExtraColumns",
     "Prepared",
     "append_many",
+    "check_batch",
     "check_embedder",
     "delete_labels",
     "delete_where",

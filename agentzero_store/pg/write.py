@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import DuplicateIdError, InvalidArgumentError
+from ..base.errors import DuplicateIdError
 from ..embed.vectors import Embedder, as_vector
 from ..memory.records import MemoryEntry, to_us
-from ..memory.write import new_ids
+from ..memory.write import check_batch, new_ids
 from ..sidecar.bm25_terms import BlindTerms
 from . import schema
 from .rows import COLUMNS, RowCodec
@@ -51,16 +51,7 @@ def prepare(
     """Validate ``entries``, choose their ids and compute their vectors (if an embedder;
     ``model_id`` is its id, already checked against the store's vectors)."""
     entries = list(entries)
-    if vectors is not None and len(vectors) != len(entries):
-        raise InvalidArgumentError(f"{len(entries)} entries but {len(vectors)} vectors")
-    seen: set[str] = set()
-    for e in entries:
-        if not isinstance(e, MemoryEntry):
-            raise InvalidArgumentError(f"expected a MemoryEntry, got {type(e).__name__}")
-        if e.id:
-            if e.id in seen:
-                raise DuplicateIdError(f"memory id {e.id!r} appears twice in this batch")
-            seen.add(e.id)
+    check_batch(entries, vectors)
     vecs: list[Any]
     model: str | None
     if not entries:
