@@ -1,16 +1,22 @@
 """The CLI on a PostgreSQL URL, through the real `agentzero` console script against a
 real server (tests/pg_server.py): the memory store's commands work; commands that need a
-data dir (the agent memory, documents, skills, keys, verify, ...) exit with a typed
-error and a hint, never a traceback."""
+data dir (the agent memory, documents, skills, key rotation, verify, ...) exit with a
+typed error and a hint, never a traceback. The key operations that only rewrap a slot of
+the key header (change-passphrase, export-recovery) work on the database's az_keys."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .conftest import PASSPHRASE, child_env, js, run_agentzero
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
+
+from .conftest import AGENTZERO, PASSPHRASE, child_env, js, run_agentzero
 
 
 def run(
@@ -20,10 +26,11 @@ def run(
     check: bool = True,
     passphrase: str = PASSPHRASE,
     extra: tuple[str, ...] = (),
+    more_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``agentzero`` with the database URL given ``via`` --database-url, the env
-    AGENTZERO_DATABASE_URL, or --data-dir."""
-    env = {**child_env(), "COLUMNS": "250"}
+    AGENTZERO_DATABASE_URL, or --data-dir (and ``more_env`` in its environment)."""
+    env = {**child_env(), "COLUMNS": "250", **(more_env or {})}
     if passphrase:  # "": no passphrase in the environment (a key file instead)
         env["AGENTZERO_PASSPHRASE"] = passphrase
     where: list[str] = []
@@ -149,3 +156,115 @@ def test_init_with_a_new_key_file_on_postgresql(pg_url: str, tmp_path: Path) -> 
     assert [e["content"] for e in got] == ["keyed note"]
     again = run(pg_url, "init", "--new-key-file", str(tmp_path / "other.key"), check=False)
     assert again.returncode == 4 and not (tmp_path / "other.key").exists()
+
+
+NEW_PASSPHRASE = "a brand new passphrase for the team"
+
+
+def az_keys(url: str) -> str:
+    """The key header row of the store at ``url``, as stored."""
+    import psycopg
+
+    with psycopg.connect(url) as c:
+        row = c.execute("SELECT header FROM az_keys").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def contents(url: str, **kw: Any) -> list[str]:
+    """The memories the CLI shows with the credential in ``kw`` (newest first)."""
+    return [e["content"] for e in js(run(url, "memory", "recent", "--json", **kw))]
+
+
+def init_with_two_memories(url: str) -> list[str]:
+    run(url, "init")
+    for text in ("the spare key is under the mat", "water the plants on friday"):
+        run(url, "memory", "append", text, "--embedder", "none")
+    return contents(url)
+
+
+def test_change_passphrase_on_postgresql(pg_url: str) -> None:
+    before = init_with_two_memories(pg_url)
+    header = az_keys(pg_url)
+    new = {"AGENTZERO_NEW_PASSPHRASE": NEW_PASSPHRASE}
+    wrong = run(pg_url, "key", "change-passphrase", check=False, passphrase="not it",
+                more_env=new)  # fmt: skip
+    assert wrong.returncode == 3 and "Traceback" not in wrong.stderr
+    assert "no row in the database was changed" in wrong.stderr
+    assert az_keys(pg_url) == header
+    changed = js(run(pg_url, "key", "change-passphrase", "--json", via="env", more_env=new))
+    assert changed["slot"] == "primary" and changed["slots"] == ["primary"]
+    assert changed["data_dir"].startswith("postgresql://") and az_keys(pg_url) != header
+    old = run(pg_url, "memory", "recent", check=False)
+    assert old.returncode == 3 and "Traceback" not in old.stderr
+    assert contents(pg_url, passphrase=NEW_PASSPHRASE) == before
+    again = run(pg_url, "key", "change-passphrase", check=False, via="data-dir", more_env=new)
+    assert again.returncode == 3 and az_keys(pg_url) != header
+
+
+def test_export_recovery_on_postgresql(pg_url: str) -> None:
+    before = init_with_two_memories(pg_url)
+    header = az_keys(pg_url)
+    wrong = run(pg_url, "key", "export-recovery", check=False, passphrase="not it")
+    assert wrong.returncode == 3 and "no row in the database was changed" in wrong.stderr
+    assert az_keys(pg_url) == header and wrong.stdout == ""
+    got = js(run(pg_url, "key", "export-recovery", "--json", via="data-dir"))
+    key = got["recovery_key"]
+    assert len(key) == 64 and got["slots"] == ["primary", "recovery"]
+    assert key not in az_keys(pg_url)
+    with_key = {"AGENTZERO_DATA_KEY": key}
+    assert contents(pg_url, passphrase="", more_env=with_key) == before
+    assert contents(pg_url) == before  # the passphrase still opens it
+    # The recovery key changes the passphrase of a store whose passphrase is lost.
+    run(pg_url, "key", "change-passphrase", passphrase="",
+        more_env={**with_key, "AGENTZERO_NEW_PASSPHRASE": NEW_PASSPHRASE})  # fmt: skip
+    assert contents(pg_url, passphrase=NEW_PASSPHRASE) == before
+    assert run(pg_url, "memory", "recent", check=False).returncode == 3
+    newer = js(run(pg_url, "key", "export-recovery", "--json", passphrase=NEW_PASSPHRASE))
+    assert newer["slots"] == ["primary", "recovery"]
+    stale = run(pg_url, "memory", "recent", check=False, passphrase="", more_env=with_key)
+    assert stale.returncode == 3  # the new recovery key replaced the old one
+
+
+def test_a_key_change_waits_for_a_concurrent_one_and_keeps_its_slot(pg_url: str) -> None:
+    """Two clients changing az_keys at once: the second reads the first one's header
+    (the row is read FOR UPDATE), so neither loses the other's slot."""
+    import psycopg
+
+    from agentzero_store.storage.credentials import Credential
+    from agentzero_store.storage.key_header import parse_header
+    from agentzero_store.storage.keys import unlock_header, with_slot
+
+    init_with_two_memories(pg_url)
+    with psycopg.connect(pg_url) as held:  # one transaction, holding the row lock
+        raw = held.execute("SELECT header FROM az_keys FOR UPDATE").fetchone()
+        assert raw is not None
+        header = parse_header(str(raw[0]).encode(), "az_keys")
+        keys, _ = unlock_header(header, Credential.from_passphrase(PASSPHRASE), where="t", path="t")
+        extra = Credential.from_passphrase("a third client's passphrase")
+        mine = with_slot(header, keys, extra, slot_id="extra", kdf=FAST_KDF_FOR_TESTS)
+        env = {**child_env(), "AGENTZERO_PASSPHRASE": PASSPHRASE}
+        other = subprocess.Popen(
+            [AGENTZERO, "--database-url", pg_url,
+             "key", "export-recovery", "--json"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            waiting = (
+                "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"
+            )
+            while held.execute(waiting).fetchone() != (1,):  # the other waits for this tx
+                assert other.poll() is None, other.communicate()
+                assert time.monotonic() < deadline, "the other client never waited"
+                time.sleep(0.05)
+            held.execute("UPDATE az_keys SET header = %s", (json.dumps(mine, sort_keys=True),))
+        except BaseException:
+            other.kill()
+            raise
+    out, errs = other.communicate(timeout=60)
+    assert other.returncode == 0, errs
+    assert json.loads(out)["slots"] == ["primary", "extra", "recovery"]
+    final = parse_header(az_keys(pg_url).encode(), "az_keys")
+    assert [s["id"] for s in final["slots"]] == ["primary", "extra", "recovery"]
+    assert len(contents(pg_url, passphrase="a third client's passphrase")) == 2

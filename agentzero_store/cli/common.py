@@ -61,10 +61,12 @@ class GlobalState:
 STATE = GlobalState()
 
 # What works on a PostgreSQL URL: the memory store's own commands (``cli.memory``),
-# ``init``, ``store status`` and ``store migrate``. Everything else needs a data dir.
+# ``init``, ``store status``, ``store migrate`` and the key operations that only rewrap
+# a slot of the key header. Everything else needs a data dir.
 ON_POSTGRES = (
     "init, memory append, memory import, memory recent, memory search, memory get, "
-    "memory delete, memory gc, store status and store migrate"
+    "memory delete, memory gc, store status, store migrate, key change-passphrase and "
+    "key export-recovery"
 )
 
 
@@ -73,14 +75,14 @@ def data_dir() -> Path:
 
     With a database URL (``--database-url``, env ``AGENTZERO_DATABASE_URL`` or
     ``--data-dir postgresql://...``) there is no data dir: a command that needs one (the
-    agent memory, documents, skills, keys, verify, backup, the UI, MCP) raises
+    agent memory, documents, skills, key rotation, verify, backup, the UI, MCP) raises
     ``UnsupportedByBackendError`` instead of quietly using another store.
     """
     if STATE.database_url is not None:
         raise UnsupportedByBackendError(
             f"`{_command_path()}` needs a data dir: the agent memory, documents, skills, "
-            "keys and the data dir's operations are not on PostgreSQL (yet); only the "
-            "memory store is",
+            "key rotation and the data dir's operations are not on PostgreSQL (yet); only "
+            "the memory store and its key header are",
             hint=f"on PostgreSQL: {ON_POSTGRES}; for this command give --data-dir DIR "
             "without --database-url (and unset AGENTZERO_DATABASE_URL)",
         )

@@ -23,14 +23,25 @@ from ..base.errors import (
     CredentialRequiredError,
     InvalidArgumentError,
     InvalidKeyError,
+    UnsupportedByBackendError,
 )
 from ..ops import backup_store, change_passphrase, export_recovery, restore_store, rotate_keys
 from ..ops.accept_loss import accept_loss
 from ..ops.verify import VerifyReport, verify_store
-from ..storage.credentials import Credential
+from ..storage.credentials import Credential, resolve_credential
 from ..storage.datadir import store_credential
 from ..storage.keys import unlock_slot
-from .common import STATE, JsonOpt, cli_command, data_dir, emit, err, out, show_table
+from .common import (
+    STATE,
+    JsonOpt,
+    cli_command,
+    data_dir,
+    emit,
+    err,
+    memory_target,
+    out,
+    show_table,
+)
 
 ENV_NEW_PASSPHRASE = "AGENTZERO_NEW_PASSPHRASE"
 
@@ -40,6 +51,16 @@ key_app = typer.Typer(no_args_is_help=True)
 def _cred(root: Path | None = None) -> Credential:
     # The data dir's (or a backup's) key header says whether the OS keyring is asked.
     return store_credential(Layout(root or data_dir()), key_file=STATE.key_file)
+
+
+def _target_cred() -> tuple[Path | str, Credential]:
+    """Where the key header is (a data dir, or a PostgreSQL URL's ``az_keys``) and the
+    credential that opens it. A database store has no OS keyring slot: the credential is
+    the environment's, ``--key-file``'s, or a prompt's."""
+    target = memory_target()
+    if isinstance(target, str):
+        return target, resolve_credential(key_file=STATE.key_file)
+    return target, _cred(target)
 
 
 def _new_passphrase() -> str:
@@ -60,7 +81,8 @@ def _new_passphrase() -> str:
 @cli_command
 def change_passphrase_cmd(json_out: JsonOpt = False) -> None:
     """Rewrap the master key under a new passphrase (AGENTZERO_NEW_PASSPHRASE or a prompt)."""
-    result = change_passphrase(data_dir(), _cred(), _new_passphrase())
+    target, cred = _target_cred()
+    result = change_passphrase(target, cred, _new_passphrase())
     emit(result, lambda: out.print(f"passphrase changed (slot {result.slot}); no data rewritten"))
 
 
@@ -71,6 +93,16 @@ def rotate_cmd(json_out: JsonOpt = False) -> None:
 
     Resumes an interrupted rotation. Stop other agentzero processes first.
     """
+    if STATE.database_url is not None:
+        raise UnsupportedByBackendError(
+            "`agentzero key rotate` needs a data dir: on PostgreSQL it would re-encrypt "
+            "every row of az_memory and re-blind az_terms under a new master key, which "
+            "is not implemented yet",
+            hint="on PostgreSQL, `agentzero key change-passphrase` and `agentzero key "
+            "export-recovery` replace a credential (the master key stays); to rotate the "
+            "master key of a data dir store, give --data-dir DIR without --database-url "
+            "(and unset AGENTZERO_DATABASE_URL)",
+        )
     cred = _cred()
     # rotate_keys takes the writer lock before it unlocks: check the credential first,
     # so a wrong one creates and touches no file.
@@ -95,7 +127,8 @@ def rotate_cmd(json_out: JsonOpt = False) -> None:
 @cli_command
 def export_recovery_cmd(json_out: JsonOpt = False) -> None:
     """Print a new recovery key (replaces the previous one). Keep it offline."""
-    secret, change = export_recovery(data_dir(), _cred())
+    target, cred = _target_cred()
+    secret, change = export_recovery(target, cred)
 
     def human() -> None:
         sys.stdout.write(secret + "\n")

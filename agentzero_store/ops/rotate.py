@@ -306,7 +306,7 @@ def drop_sidecar_checkpoints(layout: Layout, io: FileIO) -> int:
 def _commit(layout: Layout, cred: Credential, slot: str, new: StoreKeys, io: FileIO) -> list[str]:
     """Step 7, the commit point: one atomic rewrite of keys.json."""
     header = read_header(layout)
-    kdf = slot_kdf(layout, slot) or KdfParams()
+    kdf = slot_kdf(header, slot) or KdfParams()
     dropped = [str(s.get("id")) for s in header["slots"] if s.get("id") != slot]
     header["slots"] = [new_slot(slot, cred, new.master, new.store_id, kdf)]
     header.pop("rotation", None)

@@ -75,12 +75,25 @@ def create(conn: Any, header_json: str, store_id: str) -> None:
     )
 
 
-def read_header(conn: Any) -> bytes:
-    """The key header's JSON bytes (checked by ``key_header.parse_header``)."""
-    row = conn.execute("SELECT header FROM az_keys WHERE one = 1").fetchone()
+def read_header(conn: Any, *, for_update: bool = False) -> bytes:
+    """The key header's JSON bytes (checked by ``key_header.parse_header``).
+
+    ``for_update``: also lock the row until the caller's transaction ends, so another
+    client replacing the header waits here and then reads the replaced one.
+    """
+    lock = " FOR UPDATE" if for_update else ""
+    row = conn.execute(f"SELECT header FROM az_keys WHERE one = 1{lock}").fetchone()
     if row is None:
         raise CorruptStoreError("the az_keys table holds no key header", path="az_keys")
     return str(row[0]).encode("utf-8")
+
+
+def replace_header(conn: Any, header_json: str) -> None:
+    """Store a new key header, inside the caller's transaction (which read the old one
+    with ``for_update``)."""
+    cur = conn.execute("UPDATE az_keys SET header = %s WHERE one = 1", (header_json,))
+    if cur.rowcount != 1:
+        raise CorruptStoreError("the az_keys table holds no key header", path="az_keys")
 
 
 def check(conn: Any, store_id: str) -> None:
@@ -166,4 +179,5 @@ __all__ = [
     "get_meta",
     "has_vector_index",
     "read_header",
+    "replace_header",
 ]

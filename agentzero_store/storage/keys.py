@@ -304,25 +304,21 @@ def create_keys(
     return keys
 
 
-def rewrap(
-    layout: Layout,
+def with_slot(
+    header: Mapping[str, Any],
     keys: StoreKeys,
     cred: Credential,
     *,
     slot_id: str,
     kdf: KdfParams,
-    io: FileIO = DEFAULT_IO,
-) -> None:
-    """Add or replace slot ``slot_id`` so ``cred`` unwraps the same master key.
-
-    One atomic rewrite of keys.json: after a crash either the old or the new header is
-    in place, so either the old or the new credential works, never neither.
+) -> dict[str, Any]:
+    """A copy of ``header`` in which slot ``slot_id`` (added or replaced) lets ``cred``
+    unwrap the same master key. Pure: the caller stores it (``header_store``), so a data
+    dir's keys.json and a database's key table are rewrapped by the same code.
     """
-    header = read_header(layout)
     slots = [s for s in header["slots"] if s.get("id") != slot_id]
     slots.append(_new_slot(slot_id, cred, keys.master, keys.store_id, kdf))
-    header["slots"] = slots
-    write_header(layout, header, io=io)
+    return {**header, "slots": slots}
 
 
 __all__ = [
@@ -330,9 +326,9 @@ __all__ = [
     "create_keys",
     "new_header",
     "new_slot",
-    "rewrap",
     "unlock",
     "unlock_header",
     "unlock_slot",
     "unwrap_slot",
+    "with_slot",
 ]
