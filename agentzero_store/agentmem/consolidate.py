@@ -88,6 +88,7 @@ def _expire(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
         # An expired memory, like a forget past its window, is erased: a pending purge
         # (``am_purge``) finishes it after the commit, resumable after a crash.
         repo.schedule_purge(tx, purge + [i for i, _ in expired])
+        repo.prune_speakers(tx)  # once, after both: whose last memory went
     return len(expired), len(purge)
 
 

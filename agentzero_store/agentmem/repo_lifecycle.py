@@ -187,7 +187,7 @@ class LifecycleRows(ReadRows):
             tx.execute(f"DELETE FROM am_access WHERE memory_id IN ({ph})", args)
             tx.execute(f"DELETE FROM am_forgotten WHERE memory_id IN ({ph})", args)
         tx.delete_labels([label for _, label in chosen])
-        self._prune_speakers(tx)
+        self.prune_speakers(tx)
         tx.execute(
             "INSERT INTO am_tombstone (org_id, agent_id, at_us, selector, count, ids)"
             " VALUES (?,?,?,?,?,?)",
@@ -195,7 +195,7 @@ class LifecycleRows(ReadRows):
         )
         tx.executemany("INSERT OR IGNORE INTO am_purge (memory_id) VALUES (?)", [(i,) for i in ids])
 
-    def _prune_speakers(self, tx: WriteTx) -> None:
+    def prune_speakers(self, tx: WriteTx) -> None:
         """Forget the speakers of this scope no live memory has any more (after erase or
         a purge: a speaker's name is not kept once what they said is gone; an undo adds
         a forgotten memory's speaker back)."""
@@ -361,14 +361,12 @@ class LifecycleRows(ReadRows):
         """Delete memories for good (expired, or orphaned), with their layer rows."""
         self._drop_layer_rows(tx, [mid for mid, _ in chosen])
         tx.delete_labels([label for _, label in chosen if label >= 0])
-        self._prune_speakers(tx)
 
     def schedule_purge(self, tx: WriteTx, ids: Sequence[str]) -> None:
         """Empty undo entries whose window passed, leaving their cleanup pending exactly
         like an erase's (``am_purge``)."""
         tx.executemany("DELETE FROM am_forgotten WHERE memory_id = ?", [(i,) for i in ids])
         self._drop_references(tx, ids)
-        self._prune_speakers(tx)
         tx.executemany("INSERT OR IGNORE INTO am_purge (memory_id) VALUES (?)", [(i,) for i in ids])
 
     # ------------------------------------------------------------------ adoption

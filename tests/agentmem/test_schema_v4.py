@@ -236,3 +236,17 @@ def test_turn_neighbours_within_one_instant_and_across_batches(
         assert sorted((ids[lab], d) for lab, d in near[seeds[2]]) == sorted(
             [(first[298], 1), (first[297], 2), (second[0], 1), (second[1], 2)]
         )
+
+
+def test_consolidation_forgets_a_speaker_whose_last_turn_was_deleted_below_the_layer(
+    data_dir: Path, clock: Clock
+) -> None:
+    with open_memory(data_dir, clock) as mem:
+        mem.add_turn("c1", "user", "hello from Ana", speaker="Ana")
+        gone = mem.add_turn("c1", "user", "hello from Bo", speaker="Bo", about=["Lisbon"])
+        assert mem.store.delete(gone)  # as `agentzero memory delete` does
+        db = mem.store.database
+        assert sorted(db.query("SELECT key FROM am_speaker")) == [("ana",), ("bo",)]
+        mem.consolidate()
+        assert db.query("SELECT key FROM am_speaker") == [("ana",)]
+        assert db.query("SELECT count(*) FROM am_about WHERE memory_id = ?", (gone,)) == [(0,)]
