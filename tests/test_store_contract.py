@@ -476,8 +476,6 @@ def test_pg_row_moved_to_another_tenant_fails_to_open(pg_url: str) -> None:
 
 def test_pg_sqlite_only_internals_raise_a_typed_error(pg_url: str) -> None:
     calls: list[Callable[[PgMemoryStore], Any]] = [
-        lambda s: s.transaction(),
-        lambda s: s.prepare([MemoryEntry("x")]),
         lambda s: s.enable_hnsw_index(),
         lambda s: s.rebuild_index(),
         lambda s: s.changes_since(0),

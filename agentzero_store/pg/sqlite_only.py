@@ -58,14 +58,6 @@ class SqliteOnlyParts:
         """SQLite only: defer sidecar checkpoints."""
         self._unsupported("deferred_index_checkpoints (there are no sidecars)")
 
-    def prepare(self, *args: Any, **kw: Any) -> NoReturn:
-        """SQLite only: entries made ready for a shared write transaction."""
-        self._unsupported("prepare / transaction (shared write transactions)")
-
-    def transaction(self) -> NoReturn:
-        """SQLite only: one write transaction shared with a layer's own tables."""
-        self._unsupported("transaction (shared write transactions)")
-
     def source_seq(self) -> NoReturn:
         """SQLite only: the change feed's newest seq."""
         self._unsupported("source_seq (the change feed)")

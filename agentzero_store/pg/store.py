@@ -45,6 +45,7 @@ from ..storage.keys import StoreKeys, new_header, unlock_header
 from . import export, recall, schema, write
 from .rows import COLUMNS, RowCodec
 from .sqlite_only import SqliteOnlyParts
+from .tx import PgWriteTx
 
 if TYPE_CHECKING:
     import numpy as np
@@ -292,6 +293,71 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
                 hint=f"open the store with {model}",
             )
         return e.model_id
+
+    # ----------------------------------------------------------------- a layer above
+    # What a layer with its own tables (the agent memory) needs: its statements in the
+    # store's transactions, with memory rows written exactly as the store writes them.
+    @property
+    def row_codec(self) -> RowCodec:
+        """Seals and opens this store's memory rows."""
+        return self._codec
+
+    @property
+    def blind_terms(self) -> BlindTerms:
+        """The keyed hashes of stemmed terms the keyword index holds."""
+        return self._terms
+
+    def prepare(
+        self, entries: Sequence[MemoryEntry], vectors: Sequence[Any] | None = None
+    ) -> write.Batch:
+        """Validate ``entries``, choose their ids and compute their vectors, outside any
+        transaction, for ``PgWriteTx.insert``."""
+        self._live()
+        model = self._check_embedder() if vectors is None and self.embedder else None
+        return write.prepare(
+            entries, vectors, embedder=self.embedder, model_id=model, now=self._clock()
+        )
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[PgWriteTx]:
+        """One write transaction shared with a layer's own tables (committed when the
+        block ends, rolled back if it raises)."""
+        with self._tx() as c:
+            yield PgWriteTx(c, self._codec, self._terms, vector_index=not self._defer_index)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one read statement (``%s`` parameters), in its own transaction."""
+        with self._tx() as c:
+            rows: list[Any] = c.execute(sql, params).fetchall()
+        return rows
+
+    def nearest(
+        self, query_vector: Any, k: int, scope: Scope, now_us: int, *, exact: bool = False
+    ) -> list[tuple[int, float]]:
+        """Up to ``k`` (label, cosine) nearest ``query_vector`` in ``scope``, unexpired,
+        best first (pgvector's HNSW index unless ``exact`` or the store was opened with
+        ``hnsw=False``)."""
+        q = self._query_vector(query_vector)
+        if q is None:
+            return []
+        k = positive(k)
+        with self._tx() as c:
+            return recall.semantic_scored(
+                c, q, k, scope, now_us, self._ef_search(k), exact=exact or self._exact
+            )
+
+    def keyword_scored(
+        self, terms: Sequence[str], k: int, scope: Scope, now_us: int
+    ) -> list[tuple[int, float]]:
+        """Up to ``k`` (label, BM25 score) of blinded ``terms`` (``blind_terms``) in
+        ``scope``, unexpired at ``now_us``, best first."""
+        with self._tx() as c:
+            return recall.keyword_scored(c, terms, k, scope, now_us)
+
+    def connection(self) -> psycopg.Connection[Any]:
+        """The open connection (autocommit; ``transaction`` for writes), for a layer's
+        schema migrations."""
+        return self._live()
 
     # ----------------------------------------------------------------- writes
     def append_many(

@@ -84,6 +84,15 @@ def insert(
     """Insert ``b`` inside the caller's transaction; returns the ids (identical re-sends
     of stored memories are written no second time). ``vector_index`` False: if these are
     the store's first vectors, the HNSW index is left for later (a bulk load)."""
+    insert_rows(c, b, codec, terms, vector_index=vector_index)
+    return list(b.ids)
+
+
+def insert_rows(
+    c: Any, b: Batch, codec: RowCodec, terms: BlindTerms, *, vector_index: bool = True
+) -> list[tuple[str, int]]:
+    """``insert``, returning the (id, label) of the rows written, in ``b``'s order (an
+    identical re-send of a stored memory is not among them)."""
     if not b.entries:
         return []
     first = next((v for v in b.vectors if v is not None), None)
@@ -131,20 +140,35 @@ def insert(
     ).fetchall()
     labels = {str(eid): int(label) for eid, label in written}
     _check_resent(c, b, [i for i, eid in enumerate(b.ids) if eid not in labels], codec)
+    _insert_terms(
+        c, [(labels[eid], bag) for eid, bag in zip(b.ids, bags, strict=True) if eid in labels]
+    )
+    return [(eid, labels[eid]) for eid in b.ids if eid in labels]
+
+
+def _insert_terms(c: Any, rows: Sequence[tuple[int, Counter[str]]]) -> None:
     t_label, t_term, t_tf = [], [], []
-    for eid, bag in zip(b.ids, bags, strict=True):
-        if eid in labels:
-            for term, tf in bag.items():
-                t_label.append(labels[eid])
-                t_term.append(term)
-                t_tf.append(tf)
+    for label, bag in rows:
+        for term, tf in bag.items():
+            t_label.append(label)
+            t_term.append(term)
+            t_tf.append(tf)
     if t_label:
         c.execute(
             "INSERT INTO az_terms (label, term, tf)"
             " SELECT * FROM unnest(%s::bigint[], %s::text[], %s::int[])",
             (t_label, t_term, t_tf),
         )
-    return list(b.ids)
+
+
+def replace_terms(c: Any, label: int, text: str, terms: BlindTerms) -> None:
+    """Index ``text`` as the keywords of row ``label`` (whose sealed content is not that
+    text: an archived memory keeps its words searchable), inside the caller's
+    transaction."""
+    bag = Counter(terms.terms(text))
+    c.execute("DELETE FROM az_terms WHERE label = %s", (label,))
+    c.execute("UPDATE az_memory SET doc_len = %s WHERE label = %s", (sum(bag.values()), label))
+    _insert_terms(c, [(label, bag)])
 
 
 def _check_resent(c: Any, b: Batch, positions: list[int], codec: RowCodec) -> None:
@@ -191,4 +215,12 @@ def delete_where(c: Any, where: str, params: Sequence[Any]) -> int:
     return int(cur.rowcount)
 
 
-__all__ = ["Batch", "delete_where", "insert", "prepare", "vector_text"]
+__all__ = [
+    "Batch",
+    "delete_where",
+    "insert",
+    "insert_rows",
+    "prepare",
+    "replace_terms",
+    "vector_text",
+]
