@@ -134,6 +134,11 @@ class Archive:
         self._busy = busy_timeout_ms
         self._db: Database | None = None
 
+    @staticmethod
+    def digest(content: str, metadata: str) -> str:
+        """What ``memory.db`` records of an archived text (``text_digest``)."""
+        return text_digest(content, metadata)
+
     def exists(self) -> bool:
         """True if the archive file exists (and is not empty)."""
         return self.path.exists() and self.path.stat().st_size > 0

@@ -42,7 +42,7 @@ def consolidate(
     # The HNSW sidecar takes every change as it commits but writes no checkpoint until
     # the end: at 100k memories each one rewrites ~170 MB, and the promotions alone
     # used to fall due twice. A crash loses nothing: the next open replays the changes.
-    with mem.store.deferred_index_checkpoints():
+    with mem.side.deferred_checkpoints():
         expired, purged = _expire(mem, now_us, dry_run)
         tell("expire", 1, 6)
         promoted, linked = _promote(mem, now_us, dry_run)

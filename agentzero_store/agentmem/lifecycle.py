@@ -18,8 +18,6 @@ import numpy as np
 
 from ..base.errors import CorruptStoreError, NotFoundError
 from ..memory.records import MemoryEntry, from_us, to_us
-from ..memory.schema import purge_keyword_index
-from .archive import text_digest
 from .records import EraseReport, ForgetReceipt, Memory
 from .repository import Row
 
@@ -100,7 +98,7 @@ class Lifecycle:
             mem.archive.put([(i, content, meta) for i, _, content, meta in rows], now_us)
             with mem.repo.transaction() as tx:
                 mem.repo.mark_archived(
-                    tx, [(i, label, text_digest(c, m)) for i, label, c, m in rows], now_us
+                    tx, [(i, label, mem.archive.digest(c, m)) for i, label, c, m in rows], now_us
                 )
                 if also is not None:
                     also(tx, [i for i, _, _, _ in rows])
@@ -253,17 +251,13 @@ class Lifecycle:
         keyword tokens, vectors in the HNSW checkpoint (the WAL: ``truncate_wal``)."""
         mem = self._mem
         mem.archive.delete(ids)
-        purge_keyword_index(mem.store.database)
-        # The deletes reached the index through the change feed as hnswlib's deleted
-        # marks, which keep the vectors: scrub them and write the checkpoint once.
-        mem.store.purge_index()
+        mem.side.purge()
 
     def truncate_wal(self) -> bool:
         """Copy the WAL into memory.db and empty it (old frames hold old pages); False
         if a reader of an older snapshot kept it from finishing within the busy timeout
-        (``PRAGMA wal_checkpoint`` reports that in its result, it does not raise)."""
-        busy, frames, _ = self._mem.store.database.query("PRAGMA wal_checkpoint(TRUNCATE)")[0]
-        return bool(busy == 0 and frames == 0)
+        (``StoreSide.settle``; always True on PostgreSQL)."""
+        return self._mem.side.settle()
 
 
 __all__ = ["Lifecycle"]

@@ -21,17 +21,18 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..base.config import Layout, StoreConfig
+from ..base.config import StoreConfig
 from ..base.errors import AccessDeniedError, InvalidArgumentError, NotFoundError
 from ..base.limits import MAX_TTL_SECONDS, check_limit, check_text
 from ..embed.vectors import Embedder
 from ..memory.records import KINDS, MemoryEntry, from_us, text_fingerprint, to_us
 from ..memory.store import SqliteMemoryStore
 from ..memory.write import Prepared, new_ids
+from ..pg.store import PgMemoryStore
 from . import context as ctx
 from . import fsrs
 from . import namespaces as ns
-from .archive import Archive
+from .backends import open_store, side_of
 from .consolidate import consolidate
 from .context import (
     Budget,
@@ -61,7 +62,7 @@ from .records import (
     check_types,
     entity_key,
 )
-from .repository import Filter, NewMemory, SqliteRepository, entities
+from .repository import Filter, NewMemory, entities
 from .tokens import count_tokens
 
 Clock = Callable[[], datetime]
@@ -84,11 +85,12 @@ def _utcnow() -> datetime:
 
 
 class AgentMemory:
-    """The memory of one agent (``org_id``, ``agent_id``) in a data dir."""
+    """The memory of one agent (``org_id``, ``agent_id``) in a data dir or a PostgreSQL
+    database (``open``)."""
 
     def __init__(
         self,
-        store: SqliteMemoryStore,
+        store: SqliteMemoryStore | PgMemoryStore,
         org_id: str,
         agent_id: str,
         *,
@@ -110,19 +112,22 @@ class AgentMemory:
             self.scope_agent = agent_id
         self._own_store = own_store
         self._clock: Clock = store._clock
-        self.repo = SqliteRepository(store, org_id, self.scope_agent)
+        self._side = side_of(store)
+        self.repo = self._side.repository(org_id, self.scope_agent)
         self._guard = ns.Guard(self.repo, namespace, agent_id)
         self._hot = HotTier(self.config.hot_turns)
         self._tokens = Budget(store.embedder)
-        self.archive_file = Archive(
-            Layout(store.data_dir).memory_archive,
-            store.keys.archive_key,
-            store.store_id,
-            self.config.busy_timeout_ms,
-        )
+        self.archive_file = self._side.archive()
         self._accesses: list[tuple[str, int]] = []
         parts = Parts(
-            store, self.repo, self.archive_file, self.config, self._clock, org_id, self.scope_agent
+            store,
+            self._side,
+            self.repo,
+            self.archive_file,
+            self.config,
+            self._clock,
+            org_id,
+            self.scope_agent,
         )
         self._life = Lifecycle(parts)
         self._recaller = Recaller(parts, self._life.hydrate)
@@ -148,7 +153,9 @@ class AgentMemory:
         namespace: str | None = None,
     ) -> AgentMemory:
         """Open the agent memory of (``org_id``, ``agent_id``) in ``data_dir``: the same
-        data dir, key and ``memory.db`` as ``SqliteMemoryStore``. ``clock`` returns the
+        data dir, key and ``memory.db`` as ``SqliteMemoryStore``; or, given a PostgreSQL
+        URL (``postgresql://user@host/db``), in that database, the same store as
+        ``PgMemoryStore`` (every text sealed on this client). ``clock`` returns the
         aware current time (injected so decay and TTL are testable without sleeping).
         ``namespace``: read and write that shared namespace instead, as ``agent_id``;
         AccessDeniedError unless it owns it or is granted it (checked on every call).
@@ -157,7 +164,7 @@ class AgentMemory:
             ns.check_name(name, v)
         if namespace is not None:
             ns.check_name("namespace", namespace)
-        store = SqliteMemoryStore.open(
+        store = open_store(
             data_dir,
             passphrase=passphrase,
             key=key,
@@ -989,7 +996,7 @@ class AgentMemory:
         return self.add_turn(conversation_id, "tool", content, speaker=check_text("tool", tool))
 
     def _hot_tier(self, conversation_id: str) -> tuple[list[Memory], Memory | None]:
-        self._hot.valid_at(self.store.source_seq())
+        self._hot.valid_at(self._side.change_seq())
         cached = self._hot.get(conversation_id)
         if cached is not None:
             return cached

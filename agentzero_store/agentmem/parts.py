@@ -9,24 +9,28 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from ..base.config import StoreConfig
 from ..memory.records import to_us
-from ..memory.store import SqliteMemoryStore
-from .archive import Archive
 from .records import entity_key
-from .repository import NewMemory, SqliteRepository
+from .repository import NewMemory
+
+if TYPE_CHECKING:
+    from .backends import StoreSide
 
 INITIAL_DIFFICULTY = 5.0  # FSRS D of a new memory (1 easy .. 10 hard)
 
 
 @dataclass(frozen=True)
 class Parts:
-    """The pieces of one open agent memory."""
+    """The pieces of one open agent memory. ``store`` is a ``SqliteMemoryStore`` or a
+    ``PgMemoryStore``; ``repo`` and ``archive`` are that backend's (``backends``)."""
 
-    store: SqliteMemoryStore
-    repo: SqliteRepository
-    archive: Archive
+    store: Any
+    side: StoreSide
+    repo: Any
+    archive: Any
     config: StoreConfig
     clock: Callable[[], datetime]
     org_id: str

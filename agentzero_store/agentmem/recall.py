@@ -278,13 +278,12 @@ class Recaller:
     def _hnsw(
         self, qv: npt.NDArray[np.float32] | None, pool: int
     ) -> list[tuple[int, float]] | None:
-        """Up to ``pool`` nearest (label, cosine) of the scope, unexpired, from the HNSW
-        sidecar (None without one, or while it cannot answer: ``_exact`` decides)."""
-        index = self._mem.store.hnsw_index
-        if qv is None or index is None:
+        """Up to ``pool`` nearest (label, cosine) of the scope, unexpired, from the store's
+        vector index (None without one, or while it cannot answer: ``_exact`` decides)."""
+        if qv is None:
             return None
         scope = Scope(self._mem.org_id, self._mem.agent_id)
-        return index.recall(qv, pool, scope, self._mem.now_us())
+        return self._mem.side.nearest(qv, pool, scope, self._mem.now_us())
 
     def _exact(
         self, qv: npt.NDArray[np.float32] | None, pool: int, f: Filter

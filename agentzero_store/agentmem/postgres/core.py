@@ -65,10 +65,6 @@ class PgRepositoryCore:
         are read again; ``context.HotTier``)."""
         return -next(_SEQ)
 
-    def change_seq(self) -> int:
-        """As ``feed_seq``, outside a transaction."""
-        return -next(_SEQ)
-
     def transaction(self) -> Any:
         """The memory store's write transaction (a ``PgWriteTx`` context manager)."""
         return self._store.transaction()

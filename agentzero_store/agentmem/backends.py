@@ -1,0 +1,125 @@
+"""The two stores the agent memory runs on, and what differs between them.
+
+``AgentMemory`` runs on a ``SqliteMemoryStore`` (a data dir) or a ``PgMemoryStore`` (a
+PostgreSQL URL): the same facade, recall, lifecycle and consolidation over a repository
+with the same methods (``repository.SqliteRepository``, ``postgres.repository.
+PgRepository``). What is left to differ is this small interface, a ``StoreSide``:
+
+- ``repository`` / ``archive``: where the layer's rows and archived texts live;
+- ``nearest``: semantic candidates from the store's vector index (the HNSW sidecar on
+  SQLite, pgvector's index on PostgreSQL), None where there is none;
+- ``deferred_checkpoints``: a bulk write's index checkpoints held back (SQLite only);
+- ``purge`` / ``settle``: what an erase must still remove after its commit: on SQLite
+  the keyword index's old segments, the HNSW checkpoint's vectors and the WAL's old
+  frames; on PostgreSQL nothing (the rows and their terms went with the commit, and no
+  page the server keeps holds plaintext);
+- ``change_seq``: a value that moves with every committed write, for the hot tier's
+  cache (SQLite's change feed; PostgreSQL has many writers and no feed, so never the same
+  value twice: the cache is never trusted and hot turns are read each time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..base.config import Layout
+from ..memory.records import Scope
+from ..memory.schema import purge_keyword_index
+from ..memory.store import SqliteMemoryStore
+from ..pg.choose import is_postgres_url
+from .archive import Archive
+from .repository import SqliteRepository
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from ..pg.store import PgMemoryStore
+
+
+class StoreSide(Protocol):
+    """What differs between the stores below the layer (see the module)."""
+
+    def repository(self, org_id: str, agent_id: str) -> Any: ...
+    def archive(self) -> Any: ...
+    def nearest(
+        self, qv: npt.NDArray[np.float32], pool: int, scope: Scope, now_us: int
+    ) -> list[tuple[int, float]] | None: ...
+    def deferred_checkpoints(self) -> contextlib.AbstractContextManager[Any]: ...
+    def purge(self) -> None: ...
+    def settle(self) -> bool: ...
+    def change_seq(self) -> int: ...
+
+
+class SqliteSide:
+    """The agent memory in a data dir's ``memory.db`` (and ``memory.archive.db``)."""
+
+    def __init__(self, store: SqliteMemoryStore) -> None:
+        self.store = store
+
+    def repository(self, org_id: str, agent_id: str) -> SqliteRepository:
+        return SqliteRepository(self.store, org_id, agent_id)
+
+    def archive(self) -> Archive:
+        s = self.store
+        return Archive(
+            Layout(s.data_dir).memory_archive,
+            s.keys.archive_key,
+            s.store_id,
+            s.config.busy_timeout_ms,
+        )
+
+    def nearest(
+        self, qv: npt.NDArray[np.float32], pool: int, scope: Scope, now_us: int
+    ) -> list[tuple[int, float]] | None:
+        index = self.store.hnsw_index
+        return None if index is None else index.recall(qv, pool, scope, now_us)
+
+    def deferred_checkpoints(self) -> contextlib.AbstractContextManager[Any]:
+        return self.store.deferred_index_checkpoints()
+
+    def purge(self) -> None:
+        purge_keyword_index(self.store.database)
+        # The deletes reached the index through the change feed as hnswlib's deleted
+        # marks, which keep the vectors: scrub them and write the checkpoint once.
+        self.store.purge_index()
+
+    def settle(self) -> bool:
+        # False if a reader of an older snapshot kept the checkpoint from finishing within
+        # the busy timeout (``PRAGMA wal_checkpoint`` reports that, it does not raise).
+        busy, frames, _ = self.store.database.query("PRAGMA wal_checkpoint(TRUNCATE)")[0]
+        return bool(busy == 0 and frames == 0)
+
+    def change_seq(self) -> int:
+        return self.store.source_seq()
+
+
+def side_of(store: SqliteMemoryStore | PgMemoryStore) -> StoreSide:
+    """The ``StoreSide`` of an open memory store."""
+    if isinstance(store, SqliteMemoryStore):
+        return SqliteSide(store)
+    from .postgres.side import PgSide
+
+    return PgSide(store)
+
+
+def open_store(location: Path | str, **kw: Any) -> SqliteMemoryStore | PgMemoryStore:
+    """The memory store at ``location`` (a data dir, or a PostgreSQL URL)."""
+    if is_postgres_url(location):
+        from ..pg.store import PgMemoryStore
+
+        assert isinstance(location, str)
+        return PgMemoryStore.open(location, **kw)
+    return SqliteMemoryStore.open(location, **kw)
+
+
+@contextlib.contextmanager
+def nothing() -> Iterator[None]:
+    """A context that does nothing (what a store without sidecars defers)."""
+    yield
+
+
+__all__ = ["SqliteSide", "StoreSide", "nothing", "open_store", "side_of"]

@@ -1,0 +1,53 @@
+"""The agent memory's ``StoreSide`` on PostgreSQL (see ``agentmem.backends``)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from typing import TYPE_CHECKING, Any
+
+from ...memory.records import Scope
+from ..backends import nothing
+from .archive import PgArchive
+from .repository import PgRepository
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from ...pg.store import PgMemoryStore
+
+_SEQ = itertools.count(1)
+
+
+class PgSide:
+    """The agent memory in a PostgreSQL store's ``az_`` tables."""
+
+    def __init__(self, store: PgMemoryStore) -> None:
+        self.store = store
+
+    def repository(self, org_id: str, agent_id: str) -> PgRepository:
+        return PgRepository(self.store, org_id, agent_id)
+
+    def archive(self) -> PgArchive:
+        return PgArchive(self.store)
+
+    def nearest(
+        self, qv: npt.NDArray[np.float32], pool: int, scope: Scope, now_us: int
+    ) -> list[tuple[int, float]] | None:
+        return self.store.nearest(qv, pool, scope, now_us)
+
+    def deferred_checkpoints(self) -> contextlib.AbstractContextManager[Any]:
+        return nothing()  # no sidecar, no checkpoint
+
+    def purge(self) -> None:
+        """Nothing: an erase's rows, terms and archived texts went with its commit."""
+
+    def settle(self) -> bool:
+        return True  # no WAL of ours to empty; the server's pages hold sealed blobs only
+
+    def change_seq(self) -> int:
+        return -next(_SEQ)  # never the same twice: the hot-tier cache is never trusted
+
+
+__all__ = ["PgSide"]
