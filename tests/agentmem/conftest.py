@@ -33,8 +33,9 @@ def clock() -> Clock:
     return Clock()
 
 
-def open_memory(data_dir: Path, clock: Clock, **kw: object) -> AgentMemory:
-    """An AgentMemory of org acme / agent a1 (override with keyword arguments)."""
+def open_memory(data_dir: Path | str, clock: Clock, **kw: object) -> AgentMemory:
+    """An AgentMemory of org acme / agent a1 (override with keyword arguments), in a data
+    dir or a PostgreSQL database (a URL)."""
     args: dict[str, object] = {"org_id": "acme", "agent_id": "a1", "config": FAST}
     args.update(kw)
     return AgentMemory.open(data_dir, passphrase=PASSPHRASE, clock=clock, **args)  # type: ignore[arg-type]
@@ -43,5 +44,22 @@ def open_memory(data_dir: Path, clock: Clock, **kw: object) -> AgentMemory:
 @pytest.fixture
 def mem(data_dir: Path, clock: Clock) -> Iterator[AgentMemory]:
     m = open_memory(data_dir, clock)
+    yield m
+    m.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def where(request: pytest.FixtureRequest, data_dir: Path) -> Path | str:
+    """Where a contract test's agent memory lives: a data dir, or a fresh PostgreSQL
+    database on the session's test server (the same test runs on both backends)."""
+    if request.param == "sqlite":
+        return data_dir
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def bmem(where: Path | str, clock: Clock) -> Iterator[AgentMemory]:
+    """``mem`` on each backend (``where``)."""
+    m = open_memory(where, clock)
     yield m
     m.close()
