@@ -45,6 +45,10 @@ class BeliefRows(RepositoryCore):
         return [HistoryEntry(r[0], from_us(r[1]), r[2], r[3], json.loads(r[4])) for r in rows]
 
     # ------------------------------------------------------------------ facts
+    def lock_belief(self, tx: WriteTx, subject_key: str, predicate_key: str) -> None:
+        """Serialise writers of one (subject, predicate) until ``tx`` ends: nothing to do,
+        the store's write lock (held by ``tx``) already does (see ``postgres.beliefs``)."""
+
     _FACT = (
         "id, subject, predicate, object, confidence, single_valued, valid_from_us,"
         " valid_to_us, superseded_by, retracted"
