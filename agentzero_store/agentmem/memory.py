@@ -29,6 +29,7 @@ from ..memory.records import KINDS, MemoryEntry, from_us, text_fingerprint, to_u
 from ..memory.store import SqliteMemoryStore
 from ..memory.write import Prepared, new_ids
 from ..pg.store import PgMemoryStore
+from ..pg.write import Batch
 from . import context as ctx
 from . import fsrs
 from . import namespaces as ns
@@ -238,7 +239,7 @@ class AgentMemory:
         return new_memory(self.config, type_, **kw)
 
     @staticmethod
-    def _turn_memory(prepared: Prepared, i: int, meta: NewMemory) -> Memory:
+    def _turn_memory(prepared: Prepared | Batch, i: int, meta: NewMemory) -> Memory:
         """The memory a write just made, as ``get`` would read it (for the hot tier)."""
         e = prepared.entries[i]
         created = e.created_at or from_us(prepared.now_us)
@@ -592,7 +593,7 @@ class AgentMemory:
         now_us = self.now_us()
         text = action if not context else f"{action} (context: {context})"
 
-        def prepare() -> Prepared:
+        def prepare() -> Prepared | Batch:
             entry = self._entry(
                 text,
                 role="procedure",

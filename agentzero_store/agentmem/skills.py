@@ -14,7 +14,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..base.errors import InvalidArgumentError, NotFoundError, SkillFileError
+from ..base.errors import (
+    InvalidArgumentError,
+    NotFoundError,
+    SkillFileError,
+    UnsupportedByBackendError,
+)
+from ..memory.store import SqliteMemoryStore
 from ..storage.fileio import atomic_write, translate_os_errors
 from .memory import AgentMemory
 from .skill_markdown import MAX_FILE_BYTES, SkillParseError, file_names, parse, render
@@ -41,6 +47,11 @@ class SkillStore:
             raise InvalidArgumentError(
                 f"SkillStore needs an AgentMemory, got {type(mem).__name__}",
                 hint="AgentMemory.open(data_dir, ...), or SkillStore.open(data_dir, ...)",
+            )
+        if not isinstance(mem.store, SqliteMemoryStore):
+            raise UnsupportedByBackendError(
+                "skills are not on PostgreSQL yet: they need a data dir",
+                hint="open the SkillStore on a data dir (AgentMemory.open(data_dir, ...))",
             )
         self._mem = mem
         self._own = _own_memory

@@ -104,7 +104,7 @@ class CorruptStoreError(AgentZeroStoreError):
         message: str,
         *,
         path: Path | str | None = None,
-        record: int | None = None,
+        record: int | str | None = None,
         offset: int | None = None,
         hint: str | None = None,
     ) -> None:

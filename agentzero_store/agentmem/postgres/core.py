@@ -371,7 +371,7 @@ class PgRepositoryCore:
         speaker = self._speaker(str(r[1]), r[9])
         return Memory(
             id=str(r[1]),
-            type=str(r[8]),
+            type=r[8],
             content=e.content,
             role=e.role,
             conversation_id=str(r[4]),
