@@ -26,7 +26,6 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..records import Procedure
 from ..repo_core import Candidate, Filter, NewMemory, Row, entities
 from .core import READ_COLUMNS, PgRepositoryCore
 from .schema import SCHEMA_VERSION
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from ...pg.store import PgMemoryStore
 
 _SUMMARY = "az_am_summary"  # the sealed summary texts' table (the codec's AAD)
-_PROCEDURE = "az_am_procedure"  # the sealed procedures' table: [action, context]
 _SCAN_FIRST, _SCAN_MAX = 32, 1024  # rows per chunk of a client-side filtered walk
 
 
@@ -369,31 +367,6 @@ class PgRepositoryRows(PgRepositoryCore):
         return [int(r[0]) for r in rows], [
             np.asarray(r[1], dtype=np.float32).tobytes() for r in rows
         ]
-
-    def _procedure_of(self, pid: str, blob: Any, successes: int, failures: int) -> Procedure:
-        """A procedure row opened (its sealed [action, context])."""
-        action, context = self.codec.open(_PROCEDURE, pid, blob)
-        return Procedure(pid, str(action), context, int(successes), int(failures))
-
-    def all_procedures(self) -> list[Procedure]:
-        """Every procedure of this scope, by id."""
-        return [
-            self._procedure_of(str(r[0]), r[1], r[2], r[3])
-            for r in self._q(
-                "SELECT id, sealed, successes, failures FROM az_am_procedure"
-                ' WHERE org_id = %s AND agent_id = %s ORDER BY id COLLATE "C"',
-                self._scope,
-            )
-        ]
-
-    def set_outcomes(self, pid: str, successes: int, failures: int, at_us: int) -> None:
-        """Set a procedure's outcome counts (a session inheriting them)."""
-        with self.transaction() as tx:
-            tx.execute(
-                "UPDATE az_am_procedure SET successes = %s, failures = %s, updated_at_us = %s"
-                " WHERE id = %s AND org_id = %s AND agent_id = %s",
-                (successes, failures, at_us, pid, *self._scope),
-            )
 
     # ------------------------------------------------------------------ sessions
     def session(self, name: str) -> tuple[list[str], int] | None:
