@@ -3,7 +3,8 @@ fact, facts, recall, list, feedback, archive, restore, forget, undo, erase, cons
 
 Registered on the ``memory`` group beside the memory store's commands (``memory``).
 Every command works on one agent's memory: ``--org`` and ``--agent`` (both ``default``
-unless given). Writing commands hold the data dir's writer role for the whole command.
+unless given). Writing commands hold the data dir's writer role for the whole command
+(on PostgreSQL, given a database URL, there is none: many clients write at once).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..agentmem.memory import Archived
 from ..base.errors import InvalidArgumentError
 from ..base.limits import MAX_TTL_SECONDS
 from ..memory.records import parse_datetime
+from ..pg.store import PgMemoryStore
 from ..storage.lock import acquire_writer
 from . import agent_output as show
 from .common import (
@@ -29,6 +31,7 @@ from .common import (
     data_dir,
     emit,
     make_embedder,
+    memory_target,
     out,
     store_kwargs,
 )
@@ -59,8 +62,9 @@ SelectorAbout = Annotated[
 
 
 def open_memory(org: str, agent: str, embedder: str | None = "none") -> AgentMemory:
+    # A data dir, or the database URL (--database-url, AGENTZERO_DATABASE_URL).
     return AgentMemory.open(
-        data_dir(),
+        memory_target(),
         create=False,
         org_id=org,
         agent_id=agent,
@@ -75,6 +79,12 @@ def writer(org: str, agent: str, embedder: str | None = "none") -> Iterator[Agen
     # writer.lock is touched), then one writer per data dir for the whole command; the
     # memory closes (writing its access log) before the role goes.
     mem = open_memory(org, agent, embedder)
+    if isinstance(mem.store, PgMemoryStore):
+        # PostgreSQL has no writer role: many clients write at once (transactions,
+        # constraints and advisory locks keep the invariants).
+        with mem:
+            yield mem
+        return
     try:
         lock = acquire_writer(data_dir(), purpose="agentzero memory")
     except BaseException:

@@ -64,9 +64,11 @@ STATE = GlobalState()
 # ``init``, ``store status``, ``store migrate`` and the key operations that only rewrap
 # a slot of the key header. Everything else needs a data dir.
 ON_POSTGRES = (
-    "init, memory append, memory import, memory recent, memory search, memory get, "
-    "memory delete, memory gc, store status, store migrate, key change-passphrase and "
-    "key export-recovery"
+    "init, the memory store's commands (memory append, import, recent, search, get, "
+    "delete, gc), the agent memory's (memory remember, fact, facts, recall, list, "
+    "feedback, archive, restore, forget, undo, erase, consolidate, pin, unpin, context, "
+    "grant; namespace grant, revoke, list), store status, store migrate, "
+    "key change-passphrase and key export-recovery"
 )
 
 
@@ -74,15 +76,15 @@ def data_dir() -> Path:
     """The data dir from ``--data-dir``, env ``AGENTZERO_DATA_DIR``, or the platform default.
 
     With a database URL (``--database-url``, env ``AGENTZERO_DATABASE_URL`` or
-    ``--data-dir postgresql://...``) there is no data dir: a command that needs one (the
-    agent memory, documents, skills, key rotation, verify, backup, the UI, MCP) raises
+    ``--data-dir postgresql://...``) there is no data dir: a command that needs one
+    (documents, skills, key rotation, verify, backup, the UI, MCP) raises
     ``UnsupportedByBackendError`` instead of quietly using another store.
     """
     if STATE.database_url is not None:
         raise UnsupportedByBackendError(
-            f"`{_command_path()}` needs a data dir: the agent memory, documents, skills, "
-            "key rotation and the data dir's operations are not on PostgreSQL (yet); only "
-            "the memory store and its key header are",
+            f"`{_command_path()}` needs a data dir: documents, skills, key rotation and "
+            "the data dir's operations are not on PostgreSQL (yet); the memory store, "
+            "the agent memory and the key header are",
             hint=f"on PostgreSQL: {ON_POSTGRES}; for this command give --data-dir DIR "
             "without --database-url (and unset AGENTZERO_DATABASE_URL)",
         )
