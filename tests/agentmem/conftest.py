@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentzero_store import AgentMemory
+from agentzero_store import AgentMemory, SqliteMemoryStore
 from tests.conftest import FAST, PASSPHRASE
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -63,3 +63,33 @@ def bmem(where: Path | str, clock: Clock) -> Iterator[AgentMemory]:
     m = open_memory(where, clock)
     yield m
     m.close()
+
+
+@pytest.fixture
+def smem(data_dir: Path, clock: Clock) -> Iterator[AgentMemory]:
+    """``mem`` in a data dir, for a test of what only SQLite has (its files, its feed)."""
+    m = open_memory(data_dir, clock)
+    yield m
+    m.close()
+
+
+def count_rows(mem: AgentMemory, table: str) -> int:
+    """Rows of one of the layer's tables (``am_forgotten``: SQLite's name; PostgreSQL's
+    is ``az_am_forgotten``), on either backend."""
+    if isinstance(mem.store, SqliteMemoryStore):
+        return int(mem.store.database.query(f"SELECT count(*) FROM {table}")[0][0])
+    return int(mem.store.query(f"SELECT count(*) FROM az_{table}")[0][0])
+
+
+def footprint(mem: AgentMemory) -> object:
+    """What moves with any write to the store: SQLite's change feed seq (counting the
+    layer's own writes); on PostgreSQL every ``az_`` table's rows, as text."""
+    if isinstance(mem.store, SqliteMemoryStore):
+        return mem.store.source_seq()
+    tables = [
+        str(r[0])
+        for r in mem.store.query(
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE 'az\\_%' ORDER BY 1"
+        )
+    ]
+    return {t: sorted(map(repr, mem.store.query(f"SELECT * FROM {t}"))) for t in tables}

@@ -12,12 +12,19 @@ from agentzero_store import (
     InvalidArgumentError,
     LocalEmbedder,
     NotFoundError,
-    SqliteMemoryStore,
     Turn,
 )
+from agentzero_store.ops.backends import open_memory_store
 from tests.conftest import FAST, PASSPHRASE
 
-from .conftest import START, Clock, open_memory
+from .conftest import START, Clock, count_rows, footprint, open_memory
+
+
+@pytest.fixture
+def mem(bmem: AgentMemory) -> AgentMemory:
+    """Every test of the memory model on both backends (``where``), but those of what
+    only a data dir has (``smem``, ``data_dir``)."""
+    return bmem
 
 
 def contents(hits: list) -> list[str]:  # type: ignore[type-arg]
@@ -25,11 +32,11 @@ def contents(hits: list) -> list[str]:  # type: ignore[type-arg]
 
 
 # ---------------------------------------------------------------------- writes
-def test_turns_are_episodic_memories_that_survive_reopen(data_dir: Path, clock: Clock) -> None:
-    with open_memory(data_dir, clock) as mem:
+def test_turns_are_episodic_memories_that_survive_reopen(where: Path | str, clock: Clock) -> None:
+    with open_memory(where, clock) as mem:
         mid = mem.add_turn("c1", "user", "I moved to Lisbon in May", speaker="Ana")
         ids = mem.add_turns("c1", [Turn("assistant", "Lisbon is lovely"), Turn("user", "Yes!")])
-    with open_memory(data_dir, clock) as mem:
+    with open_memory(where, clock) as mem:
         m = mem.get(mid)
         assert m is not None and m.type == "episodic" and m.speaker == "Ana"
         assert m.content == "I moved to Lisbon in May" and m.about == ("Ana",)
@@ -46,10 +53,10 @@ def test_add_turns_is_all_or_none(mem: AgentMemory) -> None:
 
 def test_remember_an_identical_memory_is_a_duplicate_and_writes_nothing(mem: AgentMemory) -> None:
     r = mem.remember("Ana is allergic to peanuts", confidence=0.9, about=["Ana"])
-    seq = mem.store.source_seq()
+    seq = footprint(mem)
     again = mem.remember("ana is  ALLERGIC to peanuts", confidence=0.9, about=["Ana"])
     assert r.status == "created" and (again.id, again.status) == (r.id, "duplicate")
-    assert mem.store.source_seq() == seq
+    assert footprint(mem) == seq
     other_type = mem.remember("Ana is allergic to peanuts", type="episodic")
     assert other_type.status == "created" and other_type.id != r.id
 
@@ -155,10 +162,10 @@ def test_recall_never_returns_expired_memories(mem: AgentMemory, clock: Clock) -
     assert mem.consolidate().expired == 1
 
 
-def test_other_agents_see_nothing_and_cannot_touch_ids(data_dir: Path, clock: Clock) -> None:
-    with open_memory(data_dir, clock) as a1:
+def test_other_agents_see_nothing_and_cannot_touch_ids(where: Path | str, clock: Clock) -> None:
+    with open_memory(where, clock) as a1:
         mid = a1.remember("a1 secret plan about zebras").id
-    with open_memory(data_dir, clock, agent_id="a2") as a2:
+    with open_memory(where, clock, agent_id="a2") as a2:
         assert a2.recall("zebras", mode="keyword") == []
         assert a2.get(mid) is None
         for call in (
@@ -169,9 +176,9 @@ def test_other_agents_see_nothing_and_cannot_touch_ids(data_dir: Path, clock: Cl
         ):
             with pytest.raises(NotFoundError):
                 call()
-    with open_memory(data_dir, clock, org_id="other") as other:
+    with open_memory(where, clock, org_id="other") as other:
         assert other.recall("zebras", mode="keyword") == [] and other.get(mid) is None
-    with open_memory(data_dir, clock) as a1:
+    with open_memory(where, clock) as a1:
         assert a1.get(mid) is not None
 
 
@@ -269,9 +276,8 @@ def test_undo_window_closes_and_consolidation_purges(mem: AgentMemory, clock: Cl
     with pytest.raises(NotFoundError):
         mem.undo(receipt.token)
     assert mem.consolidate().purged == 1
-    db = mem.store.database
-    assert db.query("SELECT count(*) FROM am_forgotten")[0][0] == 0
-    assert db.query("SELECT count(*) FROM am_purge")[0][0] == 0  # finished like an erase
+    assert count_rows(mem, "am_forgotten") == 0
+    assert count_rows(mem, "am_purge") == 0  # finished like an erase
 
 
 def test_forget_needs_exactly_one_selector(mem: AgentMemory) -> None:
@@ -293,9 +299,8 @@ def test_erase_leaves_a_content_free_tombstone(mem: AgentMemory) -> None:
     (stone,) = mem.tombstones()
     assert stone["count"] == 3 and stone["selector"] == "about" and "Bo" not in str(stone)
     assert mem.recall("passport bank address", mode="keyword", include_archived=True) == []
-    db = mem.store.database
-    assert db.query("SELECT count(*) FROM am_forgotten")[0][0] == 0
-    assert db.query("SELECT count(*) FROM am_purge")[0][0] == 0
+    assert count_rows(mem, "am_forgotten") == 0
+    assert count_rows(mem, "am_purge") == 0
 
 
 # ---------------------------------------------------------------------- consolidation
@@ -338,9 +343,9 @@ def test_faded_memories_are_archived_and_still_found(mem: AgentMemory, clock: Cl
 
 # ---------------------------------------------------------------------- semantic
 def test_hybrid_recall_with_the_local_embedder(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         mem.add_turn("c1", "user", "I adopted a small grey kitten", speaker="Ana")
         mem.add_turn("c1", "user", "The train to Porto was late again")
         mem.remember("Ana works as a nurse at the city hospital", about=["Ana"])
@@ -352,17 +357,17 @@ def test_hybrid_recall_with_the_local_embedder(
 
 
 def test_the_memory_store_keeps_working_beside_the_agent_layer(
-    data_dir: Path, clock: Clock
+    where: Path | str, clock: Clock
 ) -> None:
-    with open_memory(data_dir, clock) as mem:
+    with open_memory(where, clock) as mem:
         mid = mem.remember("shared text about otters").id
-    with SqliteMemoryStore.open(data_dir, passphrase=PASSPHRASE, config=FAST) as store:
+    with open_memory_store(where, passphrase=PASSPHRASE, config=FAST) as store:
         assert [h.id for h in store.keyword_recall("otters", org_id="acme")] == [mid]
         assert store.delete(mid)
-    with open_memory(data_dir, clock) as mem:
+    with open_memory(where, clock) as mem:
         assert mem.get(mid) is None
         mem.consolidate()  # the layer's orphan rows go
-        assert mem.store.database.query("SELECT count(*) FROM am_memory")[0][0] == 0
+        assert count_rows(mem, "am_memory") == 0
 
 
 def test_a_narrow_filter_is_never_starved_by_the_index_candidates(mem: AgentMemory) -> None:
@@ -374,12 +379,12 @@ def test_a_narrow_filter_is_never_starved_by_the_index_candidates(mem: AgentMemo
 
 
 def test_two_processes_writing_the_same_note_and_fact_store_each_once(
-    data_dir: Path, clock: Clock
+    where: Path | str, clock: Clock
 ) -> None:
     import subprocess
     import sys
 
-    open_memory(data_dir, clock).close()
+    open_memory(where, clock).close()
     child = (
         "import sys\n"
         "from agentzero_store import AgentMemory\n"
@@ -393,13 +398,11 @@ def test_two_processes_writing_the_same_note_and_fact_store_each_once(
         "m.close()\n"
     )
     procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", child, str(data_dir)], cwd=Path(__file__).parents[2]
-        )
+        subprocess.Popen([sys.executable, "-c", child, str(where)], cwd=Path(__file__).parents[2])
         for _ in range(2)
     ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
-    with open_memory(data_dir, clock) as mem:
+    with open_memory(where, clock) as mem:
         notes = mem.recall("shared note", k=100, mode="keyword", types="semantic")
         assert sorted(h.memory.content for h in notes if "note" in h.memory.content) == sorted(
             f"shared note {i}" for i in range(15)

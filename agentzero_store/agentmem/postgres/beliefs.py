@@ -54,11 +54,6 @@ class PgBeliefRows(PgRepositoryCore):
     """History, facts, edges and procedures (see the module)."""
 
     # ------------------------------------------------------------------ locks
-    def _lock(self, tx: PgWriteTx, cls: int, *keys: str) -> None:
-        # Blinded keys only: the lock's argument is visible to the server (pg_locks).
-        ident = json.dumps([*self._scope, *self._blind(keys)], separators=(",", ":"))
-        tx.execute(f"SELECT pg_advisory_xact_lock({cls}, hashtext(%s))", (ident,))
-
     def lock_belief(self, tx: PgWriteTx, subject_key: str, predicate_key: str) -> None:
         """Serialise writers of one (subject, predicate) until ``tx`` ends: SQLite's write
         lock did this; here two ``fact()`` calls could otherwise both find no current fact

@@ -11,6 +11,7 @@ repository returns, so the layer above (``AgentMemory``) runs unchanged on eithe
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ MEMORY_COLUMNS = (
     " m.expires_at_us, m.sealed"
 )  # what ``RowCodec.open`` reads
 _SEQ = itertools.count(1)
+NOTE_LOCK = 0x617A_6E74  # "aznt": one (scope, text fingerprint): remember's duplicate check
 
 
 class PgRepositoryCore:
@@ -77,6 +79,14 @@ class PgRepositoryCore:
 
     def _blind(self, keys: Sequence[str]) -> list[str]:
         return [self.codec.blind(k) for k in keys]
+
+    def _lock(self, tx: PgWriteTx, cls: int, *keys: str) -> None:
+        """Serialise writers of one (scope, ``keys``) until ``tx`` ends, where SQLite's
+        one writer lock did: a read-then-write that must not run twice at once. Blinded
+        keys only: the lock's argument is visible to the server (pg_locks). A hash
+        collision only makes two keys wait for each other."""
+        ident = json.dumps([*self._scope, *self._blind(keys)], separators=(",", ":"))
+        tx.execute(f"SELECT pg_advisory_xact_lock({cls}, hashtext(%s))", (ident,))
 
     def _speaker(self, mid: str, blob: Any) -> str | None:
         return None if blob is None else str(self.codec.open("az_memory.speaker", mid, blob))
@@ -144,7 +154,11 @@ class PgRepositoryCore:
     def find_duplicate(
         self, fingerprint: str, type_: str, tx: PgWriteTx | None = None
     ) -> str | None:
-        """The id of a memory of this type with the same text fingerprint, if any."""
+        """The id of a memory of this type with the same text fingerprint, if any. Inside
+        ``tx``, writers of the same text wait for each other first: two ``remember``
+        calls of one note then store it once (the second finds the first's)."""
+        if tx is not None:
+            self._lock(tx, NOTE_LOCK, fingerprint, type_)
         notes = " AND type <> 'episodic'" if type_ != "episodic" else ""
         rows = self._q(
             "SELECT id FROM az_memory WHERE org_id = %s AND agent_id = %s AND fingerprint = %s"
