@@ -19,6 +19,7 @@ from mcp_types import TextContent
 from agentzero_store import AgentMemory, MemoryEntry, SqliteMemoryStore
 from agentzero_store.agent.mcp import _protocol_stdout
 from agentzero_store.embed.api import ApiEmbedder
+from agentzero_store.pg.store import PgMemoryStore
 from agentzero_store.storage.lock import writer_lock
 
 from .conftest import FAST, PASSPHRASE, child_env
@@ -369,3 +370,46 @@ def test_stray_output_never_reaches_the_protocol_channel(capfd: pytest.CaptureFi
     out, err = capfd.readouterr()
     assert out == '{"jsonrpc": "2.0"}\n'
     assert "stray print" in err and "stray native write" in err
+
+
+def test_memory_tools_on_postgresql_through_a_real_client_session(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """``agentzero --database-url URL mcp``: the ten memory tools over the agent memory on
+    PostgreSQL (the documents need a data dir, so no rag_* tool is listed), pinned as on
+    a data dir, and what they wrote is there for the next client."""
+    base = child_env()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "agentzero_store", "--database-url", pg_url, "mcp"]
+        + ["--org", "acme", "--agent", "a1"],
+        env={**base, "AGENTZERO_PASSPHRASE": PASSPHRASE, "AGENTZERO_EMBEDDER": "none"},
+    )
+    PgMemoryStore.open(pg_url, passphrase=PASSPHRASE, config=FAST).close()
+    errlog = (tmp_path / "stderr.log").open("w")
+
+    async def session() -> None:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as s,
+        ):
+            await s.initialize()
+            names = sorted(t.name for t in (await s.list_tools()).tools)
+            assert names == sorted(n for n in TOOLS if not n.startswith("rag_"))
+            r = await s.call_tool("memory_remember", {"content": "Ana likes green tea"})
+            assert not r.is_error, result(r)
+            r = await s.call_tool("memory_append", {"content": "a turn about otters"})
+            assert not r.is_error, result(r)
+            r = await s.call_tool("memory_recall", {"query": "otters"})
+            assert [h["content"] for h in result(r)["results"]] == ["a turn about otters"]
+            r = await s.call_tool("memory_recall", {"query": "tea", "org_id": "other"})
+            assert r.is_error and result(r)["error"] == "scope_violation"
+
+    with errlog:
+        anyio.run(session)
+    with AgentMemory.open(
+        pg_url, passphrase=PASSPHRASE, config=FAST, org_id="acme", agent_id="a1"
+    ) as mem:
+        assert [h.memory.content for h in mem.recall("green tea", mode="keyword")] == [
+            "Ana likes green tea"
+        ]

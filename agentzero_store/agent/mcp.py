@@ -21,6 +21,9 @@ publishes and uses unchanged.
   The embedder's model loads on the first call that embeds; the document store is
   opened per call (read-only for queries), so the server never holds the document log's
   writer lock between calls and always sees other processes' writes.
+- On PostgreSQL (``agentzero --database-url URL mcp``) the server offers the ten memory
+  tools over ``AgentMemory`` on that database; the ``rag_*`` tools need a data dir and
+  are not listed.
 - Errors become MCP tool errors (``isError``) carrying the error's code, message and hint.
 """
 
@@ -44,6 +47,7 @@ from ..base.config import StoreConfig
 from ..base.errors import AgentZeroStoreError, InvalidArgumentError
 from ..embed.factory import embedder_from_env
 from ..embed.vectors import Embedder
+from ..memory.store import SqliteMemoryStore
 from ..storage.lock import writer_lock
 from .tools import (
     AdoptingAppendTool,
@@ -78,9 +82,11 @@ INSTRUCTIONS = (
 
 @dataclass(frozen=True)
 class McpSettings:
-    """Where the store is, how to unlock it, which tenant to pin, which embedder to use."""
+    """Where the store is, how to unlock it, which tenant to pin, which embedder to use.
+    ``data_dir``: a data dir, or a PostgreSQL URL (the memory tools only: the documents
+    need a data dir)."""
 
-    data_dir: Path
+    data_dir: Path | str
     key_file: Path | None = None
     org_id: str | None = None
     agent_id: str | None = None
@@ -109,6 +115,7 @@ class PerCallDocuments:
         from rag.store import DocumentStore  # lazily: the engine does not depend on rag
 
         s = self._settings
+        assert isinstance(s.data_dir, Path)  # documents only ever on a data dir (serve)
         with DocumentStore.open(
             s.data_dir,
             key_file=s.key_file,
@@ -146,16 +153,14 @@ class PerCallDocuments:
             return store.delete(doc_id)
 
 
-def build_tools(memory: MemoryScopes, documents: PerCallDocuments) -> list[AgentTool]:
+def build_tools(memory: MemoryScopes, documents: PerCallDocuments | None) -> list[AgentTool]:
     """The thirteen tools, memory ones pinned as ``memory`` pins them (``open_memory``:
-    the settings' org/agent)."""
-    return [
-        AdoptingAppendTool(memory),
-        *agent_memory_tools(memory),
-        RagIngestTool(documents),
-        RagQueryTool(documents),
-        RagDeleteTool(documents),
-    ]
+    the settings' org/agent); without ``documents`` (a store on PostgreSQL) the ten
+    memory tools."""
+    tools: list[AgentTool] = [AdoptingAppendTool(memory), *agent_memory_tools(memory)]
+    if documents is not None:
+        tools += [RagIngestTool(documents), RagQueryTool(documents), RagDeleteTool(documents)]
+    return tools
 
 
 class ToolHost:
@@ -279,8 +284,14 @@ def serve(settings: McpSettings, *, on_ready: Callable[[], None] | None = None) 
     if settings.org_id is None or settings.agent_id is None:
         log.warning("scope not fully pinned (--org/--agent): clients may name any tenant")
     with contextlib.closing(open_memory(settings, embedder)) as memory:
-        tools = build_tools(memory, PerCallDocuments(settings, embedder))
-        host = ToolHost(tools, lambda: writer_lock(settings.data_dir, purpose="agentzero mcp"))
+        root = settings.data_dir
+        if isinstance(memory.base.store, SqliteMemoryStore):
+            assert isinstance(root, Path)
+            tools = build_tools(memory, PerCallDocuments(settings, embedder))
+            host = ToolHost(tools, lambda: writer_lock(root, purpose="agentzero mcp"))
+        else:  # PostgreSQL: no documents, and no writer role (many clients write at once)
+            log.info("memory store on PostgreSQL: the memory tools only (rag_* need a data dir)")
+            host = ToolHost(build_tools(memory, None))
         server = make_server(host)
 
         async def run() -> None:

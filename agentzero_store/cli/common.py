@@ -67,8 +67,8 @@ ON_POSTGRES = (
     "init, the memory store's commands (memory append, import, recent, search, get, "
     "delete, gc), the agent memory's (memory remember, fact, facts, recall, list, "
     "feedback, archive, restore, forget, undo, erase, consolidate, pin, unpin, context, "
-    "grant; namespace grant, revoke, list), store status, store migrate, "
-    "key change-passphrase and key export-recovery"
+    "grant; namespace grant, revoke, list), mcp (its memory tools), store status, "
+    "store migrate, key change-passphrase and key export-recovery"
 )
 
 
@@ -77,7 +77,7 @@ def data_dir() -> Path:
 
     With a database URL (``--database-url``, env ``AGENTZERO_DATABASE_URL`` or
     ``--data-dir postgresql://...``) there is no data dir: a command that needs one
-    (documents, skills, key rotation, verify, backup, the UI, MCP) raises
+    (documents, skills, key rotation, verify, backup, the UI) raises
     ``UnsupportedByBackendError`` instead of quietly using another store.
     """
     if STATE.database_url is not None:

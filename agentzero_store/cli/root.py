@@ -34,6 +34,7 @@ from .common import (
     cli_command,
     data_dir,
     emit,
+    memory_target,
     out,
     set_target,
     setup_logging,
@@ -196,7 +197,7 @@ def mcp_(
     """Serve the store to MCP clients over stdio (stdout is the protocol; logs on stderr)."""
     from ..agent.mcp import McpSettings, serve  # lazily: only this command needs the SDK
 
-    serve(McpSettings(data_dir(), STATE.key_file, org, agent, embedder))
+    serve(McpSettings(memory_target(), STATE.key_file, org, agent, embedder))
 
 
 def main() -> None:
