@@ -44,7 +44,7 @@ class StoreSide(Protocol):
     """What differs between the stores below the layer (see the module)."""
 
     def repository(self, org_id: str, agent_id: str) -> Any: ...
-    def archive(self) -> Any: ...
+    def archive(self, org_id: str, agent_id: str) -> Any: ...
     def nearest(
         self, qv: npt.NDArray[np.float32], pool: int, scope: Scope, now_us: int
     ) -> list[tuple[int, float]] | None: ...
@@ -63,7 +63,8 @@ class SqliteSide:
     def repository(self, org_id: str, agent_id: str) -> SqliteRepository:
         return SqliteRepository(self.store, org_id, agent_id)
 
-    def archive(self) -> Archive:
+    def archive(self, org_id: str, agent_id: str) -> Archive:
+        """The data dir's archive file (one for every scope)."""
         s = self.store
         return Archive(
             Layout(s.data_dir).memory_archive,

@@ -187,6 +187,11 @@ class Lifecycle:
         now_us = mem.now_us()
         with mem.repo.transaction() as tx:
             written = dict(tx.insert(prepared))
+            if len(written) < len(memory_rows):  # another handle undid it meanwhile
+                raise NotFoundError(
+                    "no forget with this token in its undo window (undone meanwhile)",
+                    hint="undo works once, until the receipt's recoverable_until",
+                )
             labels = [written[r[0]] for r in memory_rows]
             mem.repo.unforget(tx, payloads, labels)
             for r, label in zip(memory_rows, labels, strict=True):

@@ -118,7 +118,7 @@ class AgentMemory:
         self._guard = ns.Guard(self.repo, namespace, agent_id)
         self._hot = HotTier(self.config.hot_turns)
         self._tokens = Budget(store.embedder)
-        self.archive_file = self._side.archive()
+        self.archive_file = self._side.archive(org_id, self.scope_agent)
         self._accesses: list[tuple[str, int]] = []
         parts = Parts(
             store,

@@ -89,7 +89,7 @@ def footprint(mem: AgentMemory) -> object:
     tables = [
         str(r[0])
         for r in mem.store.query(
-            "SELECT tablename FROM pg_tables WHERE tablename LIKE 'az\\_%' ORDER BY 1"
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE %s ORDER BY 1", ("az\\_%",)
         )
     ]
     return {t: sorted(map(repr, mem.store.query(f"SELECT * FROM {t}"))) for t in tables}

@@ -44,7 +44,7 @@ def _tables(url: str) -> dict[str, Any]:
 def test_open_on_a_url_and_reopen(pg_url: str, clock: Clock) -> None:
     with open_memory(pg_url, clock) as mem:
         mid = mem.add_turn("c1", "user", "I moved to Lisbon in May", speaker="Ana")
-        fact = mem.fact("Ana", "lives_in", "Lisbon")
+        fact = mem.assert_fact("Ana", "lives_in", "Lisbon")
     with open_memory(pg_url, clock) as mem:
         m = mem.get(mid)
         assert m is not None and m.speaker == "Ana" and m.about == ("Ana",)
@@ -57,7 +57,7 @@ def test_open_on_a_url_and_reopen(pg_url: str, clock: Clock) -> None:
 def test_a_wrong_passphrase_is_refused_and_changes_no_row(pg_url: str, clock: Clock) -> None:
     with open_memory(pg_url, clock) as mem:
         mem.add_turn("c1", "user", "hello there", speaker="Ana")
-        mem.fact("Ana", "likes", "tea")
+        mem.assert_fact("Ana", "likes", "tea")
     before = _tables(pg_url)
     with pytest.raises(WrongKeyError):
         AgentMemory.open(pg_url, passphrase="not the passphrase", config=FAST, org_id="acme")
@@ -78,8 +78,8 @@ def test_no_plaintext_in_the_server_after_a_realistic_session(
             [Turn("user", f"we talked about {c[0]}", speaker=c[1]), Turn("assistant", c[2])],
             about=[c[3]],
         )
-        f1 = mem.fact(c[4], "lives_in", c[5])
-        mem.fact(c[4], "lives_in", c[6])  # supersedes: the belief history holds c[5]
+        f1 = mem.assert_fact(c[4], "lives_in", c[5])
+        mem.assert_fact(c[4], "lives_in", c[6])  # supersedes: the belief history holds c[5]
         mem.record_outcome(c[7], success=True, context=c[8])
         note = mem.remember(f"note {c[9]}", about=[c[10]])
         mem.archive(note.id)
@@ -91,8 +91,9 @@ def test_no_plaintext_in_the_server_after_a_realistic_session(
             shared.remember(f"shared {c[12]}")
         mem.add_turns("conv2", [Turn("user", f"turn {i} {c[13]}") for i in range(30)])
         mem.context("conv2", c[13], max_tokens=300)
-        for word in (c[0], c[4], c[9]):
+        for word in (c[0], c[4], c[13]):
             assert mem.recall(word, mode="keyword"), word
+        assert mem.recall(c[9], mode="keyword", include_archived=True)[0].id == note.id
         assert f1.id
     server = postgres.data_dir.parent
     with psycopg.connect(postgres.url, autocommit=True) as conn:
@@ -168,7 +169,10 @@ def test_concurrent_supersedes_leave_one_current_fact(pg_url: str, clock: Clock)
     open_memory(pg_url, clock).close()
     for round_ in range(3):
         errors = _race(
-            pg_url, clock, 4, lambda m, i, r=round_: m.fact("Ana", "lives_in", f"city{r}-{i}")
+            pg_url,
+            clock,
+            4,
+            lambda m, i, r=round_: m.assert_fact("Ana", "lives_in", f"city{r}-{i}"),
         )
         assert errors == []
         with open_memory(pg_url, clock) as mem:
@@ -210,7 +214,7 @@ def test_agents_of_one_store_write_and_erase_concurrently(pg_url: str, clock: Cl
             ids = m2.add_turns("c", [Turn("user", f"agent{i} turn {j}") for j in range(20)])
             m2.forget(id=ids[0])
             m2.erase(id=ids[1])
-            m2.fact("project", "status", f"state{i}")
+            m2.assert_fact("project", "status", f"state{i}")
         finally:
             m2.close()
 

@@ -28,7 +28,7 @@ from agentzero_store import (
     TamperedRecordError,
 )
 from agentzero_store.agentmem.parts import new_memory
-from agentzero_store.agentmem.postgres.beliefs import PgBeliefRows
+from agentzero_store.agentmem.postgres.repository import PgRepository
 from agentzero_store.agentmem.records import entity_key
 from agentzero_store.agentmem.repository import SqliteRepository
 from agentzero_store.memory.records import to_us
@@ -39,20 +39,16 @@ US = to_us(T0)
 SCOPE = ("acme", "a1")
 
 
-class _PgBeliefs(PgBeliefRows):
-    """The beliefs on their own (the composed ``PgRepository`` assembles the rest)."""
-
-
 def _clock() -> datetime:
     return T0
 
 
 @pytest.fixture
-def repos(pg_url: str, tmp_path: Path) -> Iterator[tuple[SqliteRepository, _PgBeliefs]]:
+def repos(pg_url: str, tmp_path: Path) -> Iterator[tuple[SqliteRepository, PgRepository]]:
     """The SQLite and the PostgreSQL repository of one scope, migrated, empty."""
     lite = SqliteMemoryStore.open(tmp_path / "d", passphrase=PASSPHRASE, config=FAST, clock=_clock)
     pg = PgMemoryStore.open(pg_url, passphrase=PASSPHRASE, config=FAST, clock=_clock)
-    a, b = SqliteRepository(lite, *SCOPE), _PgBeliefs(pg, *SCOPE)
+    a, b = SqliteRepository(lite, *SCOPE), PgRepository(pg, *SCOPE)
     a.migrate()
     b.migrate()
     yield a, b
@@ -109,7 +105,7 @@ def _facts(*args: Any) -> Callable[[Repo], Any]:
 
 
 # ---------------------------------------------------------------------- parity
-def test_history_parity(repos: tuple[SqliteRepository, _PgBeliefs]) -> None:
+def test_history_parity(repos: tuple[SqliteRepository, PgRepository]) -> None:
     def write(repo: Repo) -> None:
         with repo.transaction() as tx:
             repo.append_history(
@@ -137,7 +133,7 @@ def test_history_parity(repos: tuple[SqliteRepository, _PgBeliefs]) -> None:
     assert _both(repos, lambda r: r.history("nobody", 10)) == []
 
 
-def test_fact_parity(repos: tuple[SqliteRepository, _PgBeliefs]) -> None:
+def test_fact_parity(repos: tuple[SqliteRepository, PgRepository]) -> None:
     def write(repo: Repo) -> list[Any]:
         out = [
             _fact(repo, "f-acme", "Alice", "works_at", "Acme", US),
@@ -187,10 +183,10 @@ def test_fact_parity(repos: tuple[SqliteRepository, _PgBeliefs]) -> None:
     assert len(_both(repos, lambda r: r.history(None, 100))) == 8
 
 
-def test_facts_stay_in_their_scope(repos: tuple[SqliteRepository, _PgBeliefs]) -> None:
+def test_facts_stay_in_their_scope(repos: tuple[SqliteRepository, PgRepository]) -> None:
     other: list[Repo] = [
         SqliteRepository(repos[0]._store, "acme", "a2"),
-        _PgBeliefs(repos[1]._store, "acme", "a2"),
+        PgRepository(repos[1]._store, "acme", "a2"),
     ]
     for repo in other:
         _fact(repo, "theirs", "Alice", "works_at", "Hooli", US)
@@ -207,7 +203,7 @@ def test_facts_stay_in_their_scope(repos: tuple[SqliteRepository, _PgBeliefs]) -
     assert [f.id for f in other[1].facts(None, None, None, False)] == ["theirs"]
 
 
-def test_edge_parity(repos: tuple[SqliteRepository, _PgBeliefs]) -> None:
+def test_edge_parity(repos: tuple[SqliteRepository, PgRepository]) -> None:
     def write(repo: Repo) -> None:
         with repo.transaction() as tx:
             repo.add_edges(tx, [("n", "b", "semantic", 0.5), ("Z", "n", "causal", 1.0)], US)
@@ -230,7 +226,7 @@ def test_edge_parity(repos: tuple[SqliteRepository, _PgBeliefs]) -> None:
     assert _both(repos, lambda r: r.edges("nobody")) == []
 
 
-def test_procedure_parity(repos: tuple[SqliteRepository, _PgBeliefs]) -> None:
+def test_procedure_parity(repos: tuple[SqliteRepository, PgRepository]) -> None:
     keys = (entity_key("Deploy"), entity_key("Friday"))
     bare = (entity_key("rollback"), "")
 
@@ -270,7 +266,7 @@ def test_procedure_parity(repos: tuple[SqliteRepository, _PgBeliefs]) -> None:
 
 # ---------------------------------------------------------------------- what the server holds
 def test_sealed_columns_hold_no_plaintext(
-    repos: tuple[SqliteRepository, _PgBeliefs], pg_url: str
+    repos: tuple[SqliteRepository, PgRepository], pg_url: str
 ) -> None:
     pg = repos[1]
     _fact(pg, "f1", "Zanzibarian", "collects", "Quetzalcoatl", US)
@@ -292,7 +288,7 @@ def test_sealed_columns_hold_no_plaintext(
         assert w not in low and w.encode().hex() not in low, w
 
 
-def test_moved_sealed_values_do_not_open(repos: tuple[SqliteRepository, _PgBeliefs]) -> None:
+def test_moved_sealed_values_do_not_open(repos: tuple[SqliteRepository, PgRepository]) -> None:
     pg = repos[1]
     _fact(pg, "f1", "Alice", "likes", "tea", US, single=False)
     _fact(pg, "f2", "Alice", "likes", "jazz", US, single=False)
@@ -328,7 +324,7 @@ def test_moved_sealed_values_do_not_open(repos: tuple[SqliteRepository, _PgBelie
 
 
 # ---------------------------------------------------------------------- many writers
-def _race(pg_url: str, n: int, work: Callable[[_PgBeliefs, int], None]) -> None:
+def _race(pg_url: str, n: int, work: Callable[[PgRepository, int], None]) -> None:
     """``work(repo, i)`` in ``n`` threads, each on its own connection, started together."""
     start = threading.Barrier(n)
     errors: list[BaseException] = []
@@ -336,7 +332,7 @@ def _race(pg_url: str, n: int, work: Callable[[_PgBeliefs, int], None]) -> None:
     def run(i: int) -> None:
         try:
             with PgMemoryStore.open(pg_url, passphrase=PASSPHRASE, config=FAST, create=False) as s:
-                repo = _PgBeliefs(s, *SCOPE)
+                repo = PgRepository(s, *SCOPE)
                 start.wait()
                 work(repo, i)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
@@ -353,7 +349,7 @@ def _race(pg_url: str, n: int, work: Callable[[_PgBeliefs, int], None]) -> None:
 
 @pytest.mark.parametrize("how", ["lock_belief", "current_facts_tx", "unlocked"])
 def test_racing_supersedes_leave_one_current_fact(
-    repos: tuple[SqliteRepository, _PgBeliefs], pg_url: str, how: str
+    repos: tuple[SqliteRepository, PgRepository], pg_url: str, how: str
 ) -> None:
     """Two agents assert (Alice, works_at, ...) at once, three times each: every fact()
     reads the current facts, pauses, then inserts its own and closes those it read.
@@ -366,7 +362,7 @@ def test_racing_supersedes_leave_one_current_fact(
 
     rounds = 3 if locked else 1  # the control: one round, both read before either writes
 
-    def work(repo: _PgBeliefs, i: int) -> None:
+    def work(repo: PgRepository, i: int) -> None:
         for r in range(rounds):
             fid = f"w{i}-{r}"
             _memories(repo, [(fid, f"Alice works at firm {i}.{r}", ("Alice",))])
@@ -402,12 +398,12 @@ def test_racing_supersedes_leave_one_current_fact(
 
 
 @contextlib.contextmanager
-def _held(pg_url: str, hold: Callable[[_PgBeliefs, Any], None]) -> Iterator[None]:
+def _held(pg_url: str, hold: Callable[[PgRepository, Any], None]) -> Iterator[None]:
     """``hold(repo, tx)`` on another connection, its transaction left open until the
     block ends (then committed)."""
     held, release = threading.Event(), threading.Event()
 
-    def holder(repo: _PgBeliefs, _: int) -> None:
+    def holder(repo: PgRepository, _: int) -> None:
         with repo.transaction() as tx:
             hold(repo, tx)
             held.set()
@@ -428,7 +424,7 @@ def _timeout(tx: Any) -> None:
 
 
 def test_lock_belief_holds_one_pair_until_commit(
-    repos: tuple[SqliteRepository, _PgBeliefs], pg_url: str
+    repos: tuple[SqliteRepository, PgRepository], pg_url: str
 ) -> None:
     pg = repos[1]
     with _held(pg_url, lambda repo, tx: repo.lock_belief(tx, "alice", "works_at")):
@@ -438,14 +434,14 @@ def test_lock_belief_holds_one_pair_until_commit(
         with pg.transaction() as tx:  # another pair, or another scope, is not held
             _timeout(tx)
             pg.lock_belief(tx, "alice", "likes")
-            _PgBeliefs(pg._store, "acme", "a2").lock_belief(tx, "alice", "works_at")
+            PgRepository(pg._store, "acme", "a2").lock_belief(tx, "alice", "works_at")
     with pg.transaction() as tx:  # released at the holder's commit
         _timeout(tx)
         pg.lock_belief(tx, "alice", "works_at")
 
 
 def test_current_facts_wait_for_a_concurrent_retract(
-    repos: tuple[SqliteRepository, _PgBeliefs], pg_url: str
+    repos: tuple[SqliteRepository, PgRepository], pg_url: str
 ) -> None:
     """A retract not yet committed holds its fact: ``current_facts`` in a transaction
     waits for it (``FOR UPDATE``) instead of deciding from the fact as it was, so a
@@ -464,13 +460,13 @@ def test_current_facts_wait_for_a_concurrent_retract(
 
 
 def test_racing_new_procedure_is_recorded_once(
-    repos: tuple[SqliteRepository, _PgBeliefs], pg_url: str
+    repos: tuple[SqliteRepository, PgRepository], pg_url: str
 ) -> None:
     """``record_outcome``'s write from three connections at once, for an action none has
     seen: one inserts the procedure, the others wait and count on it; no outcome lost."""
     keys = (entity_key("deploy"), "")
 
-    def work(repo: _PgBeliefs, i: int) -> None:
+    def work(repo: PgRepository, i: int) -> None:
         for r in range(4):
             pid = f"p{i}-{r}"
             prepared = repo._store.prepare(

@@ -15,17 +15,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pytest
 
 from agentzero_store import SqliteMemoryStore
 from agentzero_store.agentmem.archive import Archive
+from agentzero_store.agentmem.backends import SqliteSide
 from agentzero_store.agentmem.lifecycle import Lifecycle
 from agentzero_store.agentmem.parts import Parts, new_memory
 from agentzero_store.agentmem.postgres.archive import PgArchive
-from agentzero_store.agentmem.postgres.lifecycle import PgLifecycleRows
+from agentzero_store.agentmem.postgres.repository import PgRepository
+from agentzero_store.agentmem.postgres.side import PgSide
 from agentzero_store.agentmem.records import Memory
 from agentzero_store.agentmem.repository import SqliteRepository
 from agentzero_store.base.config import Layout
@@ -43,30 +45,6 @@ from tests.conftest import FAST, PASSPHRASE
 ORG, AGENT = "acme", "a1"
 DIM = 8
 SECRETS = ("Zanzibar-7 launch code", "Ottoline Quist", "Quokka Harbour", "nebula-ledger-42")
-
-
-class PgRepo(PgLifecycleRows):
-    """The lifecycle rows plus the two belief statements ``Lifecycle`` and these tests
-    call (``postgres.beliefs`` has them in the full repository)."""
-
-    def append_history(
-        self, tx: Any, at_us: int, entries: Sequence[tuple[str, str, dict[str, Any]]]
-    ) -> None:
-        tx.executemany(
-            "INSERT INTO az_am_history (org_id, agent_id, at_us, op, target, detail)"
-            " VALUES (%s,%s,%s,%s,%s,%s)",
-            [
-                (*self._scope, at_us, op, t, self.codec.seal("az_am_history", f"{op}/{t}", d))
-                for op, t, d in entries
-            ],
-        )
-
-    def add_edges(self, tx: Any, edges: Sequence[tuple[str, str, str, float]], at_us: int) -> None:
-        tx.executemany(
-            "INSERT INTO az_am_edge (src, dst, type, org_id, agent_id, confidence,"
-            " created_at_us) VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
-            [(s, d, t, *self._scope, c, at_us) for s, d, t, c in edges],
-        )
 
 
 @dataclass
@@ -93,11 +71,10 @@ class Side:
 
 def pg_side(url: str, clock: Clock, agent: str = AGENT) -> Side:
     store = PgMemoryStore.open(url, passphrase=PASSPHRASE, config=FAST, clock=clock)
-    repo = PgRepo(store, ORG, agent)
+    repo = PgRepository(store, ORG, agent)
     repo.migrate()
     archive = PgArchive(store, ORG, agent)
-    # Parts names the SQLite types; the facade's modules only call what both backends have.
-    parts = Parts(cast(Any, store), cast(Any, repo), cast(Any, archive), FAST, clock, ORG, agent)
+    parts = Parts(store, PgSide(store), repo, archive, FAST, clock, ORG, agent)
     return Side("pg", store, repo, archive, Lifecycle(parts))
 
 
@@ -119,7 +96,7 @@ def sides(tmp_path: Path, pg_url: str, clock: Clock) -> Iterator[tuple[Side, Sid
         sq_store,
         sq_repo,
         archive,
-        Lifecycle(Parts(sq_store, sq_repo, archive, FAST, clock, ORG, AGENT)),
+        Lifecycle(Parts(sq_store, SqliteSide(sq_store), sq_repo, archive, FAST, clock, ORG, AGENT)),
     )
     pg = pg_side(pg_url, clock)
     yield sq, pg

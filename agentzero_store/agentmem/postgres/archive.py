@@ -214,6 +214,11 @@ class PgArchive:
     def _q(self, sql: str, params: Sequence[Any], tx: PgWriteTx | None) -> list[Any]:
         return tx.query(sql, params) if tx is not None else self._store.query(sql, params)
 
+    def digest(self, content: str, metadata: str) -> str:
+        """What a memory row records of its archived text: the keyed digest
+        (``LayerCodec.digest``)."""
+        return self._codec.digest(content, metadata)
+
     def exists(self) -> bool:
         """True once the layer's tables exist (the archive is one of them)."""
         rows = self._store.query(f"SELECT to_regclass('{TABLE}') IS NOT NULL")

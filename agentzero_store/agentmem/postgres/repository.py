@@ -27,7 +27,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..repo_core import Candidate, Filter, NewMemory, Row, entities
+from .beliefs import PgBeliefRows
 from .core import READ_COLUMNS, PgRepositoryCore
+from .lifecycle import PgLifecycleRows
 from .schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -657,17 +659,11 @@ def agent_memory_contents(store: PgMemoryStore) -> dict[str, int]:
     return out
 
 
-# The whole repository. At merge, once ``postgres.beliefs`` (PgBeliefRows) and
-# ``postgres.lifecycle`` (PgLifecycleRows) exist, replace the assignment below with:
-#
-# from .beliefs import PgBeliefRows
-# from .lifecycle import PgLifecycleRows
-#
-# class PgRepository(PgLifecycleRows, PgBeliefRows, PgRepositoryRows):
-#     """The agent-memory tables of one (org, agent) scope in a PostgreSQL store: the
-#     core and reads (``core``), beliefs (``beliefs``), the lifecycle (``lifecycle``),
-#     and namespaces, pins, core facts, tiers, sessions, signals and listing (here)."""
-PgRepository = PgRepositoryRows
+class PgRepository(PgLifecycleRows, PgBeliefRows, PgRepositoryRows):
+    """The agent-memory tables of one (org, agent) scope in a PostgreSQL store: the
+    core and reads (``core``), the archive's rows (``archive``), beliefs (``beliefs``),
+    the lifecycle (``lifecycle``), and namespaces, pins, core facts, tiers, sessions,
+    signals and listing (here)."""
 
 
 __all__ = [

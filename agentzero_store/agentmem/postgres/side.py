@@ -29,8 +29,8 @@ class PgSide:
     def repository(self, org_id: str, agent_id: str) -> PgRepository:
         return PgRepository(self.store, org_id, agent_id)
 
-    def archive(self) -> PgArchive:
-        return PgArchive(self.store)
+    def archive(self, org_id: str, agent_id: str) -> PgArchive:
+        return PgArchive(self.store, org_id, agent_id)
 
     def nearest(
         self, qv: npt.NDArray[np.float32], pool: int, scope: Scope, now_us: int
