@@ -21,7 +21,6 @@ PgRepository``). What is left to differ is this small interface, a ``StoreSide``
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,13 +37,15 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from ..pg.store import PgMemoryStore
+    from .postgres.archive import PgArchive
+    from .postgres.repository import PgRepository
 
 
 class StoreSide(Protocol):
     """What differs between the stores below the layer (see the module)."""
 
-    def repository(self, org_id: str, agent_id: str) -> Any: ...
-    def archive(self, org_id: str, agent_id: str) -> Any: ...
+    def repository(self, org_id: str, agent_id: str) -> SqliteRepository | PgRepository: ...
+    def archive(self, org_id: str, agent_id: str) -> Archive | PgArchive: ...
     def nearest(
         self, qv: npt.NDArray[np.float32], pool: int, scope: Scope, now_us: int
     ) -> list[tuple[int, float]] | None: ...
@@ -117,10 +118,4 @@ def open_store(location: Path | str, **kw: Any) -> SqliteMemoryStore | PgMemoryS
     return SqliteMemoryStore.open(location, **kw)
 
 
-@contextlib.contextmanager
-def nothing() -> Iterator[None]:
-    """A context that does nothing (what a store without sidecars defers)."""
-    yield
-
-
-__all__ = ["SqliteSide", "StoreSide", "nothing", "open_store", "side_of"]
+__all__ = ["SqliteSide", "StoreSide", "open_store", "side_of"]

@@ -25,9 +25,8 @@ from .parts import new_memory
 from .records import ConsolidationReport
 
 if TYPE_CHECKING:
-    from ..memory.tx import WriteTx
     from .lifecycle import Lifecycle
-    from .parts import Parts
+    from .parts import LayerTx, Parts
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
 DAY_US = 86_400 * 1_000_000
@@ -162,7 +161,7 @@ def _merge(mem: Parts, life: Lifecycle, now_us: int, dry_run: bool) -> int:
     if dry_run or not twins:
         return len(twins)
 
-    def fold(tx: WriteTx, archived: list[str]) -> None:
+    def fold(tx: LayerTx, archived: list[str]) -> None:
         now_archived = set(archived)
         for g in groups:  # in group order, twins in group order (one archive batch: all)
             done = [i for i in g[1:] if i in now_archived]

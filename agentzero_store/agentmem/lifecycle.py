@@ -22,8 +22,7 @@ from .records import EraseReport, ForgetReceipt, Memory
 from .repository import Row
 
 if TYPE_CHECKING:
-    from ..memory.tx import WriteTx
-    from .parts import Parts
+    from .parts import LayerTx, Parts
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ class Lifecycle:
         return out
 
     def archive(
-        self, ids: Sequence[str], also: Callable[[WriteTx, list[str]], None] | None = None
+        self, ids: Sequence[str], also: Callable[[LayerTx, list[str]], None] | None = None
     ) -> int:
         """Move these memories' text to the archive; returns how many moved.
 

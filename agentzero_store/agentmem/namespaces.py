@@ -30,6 +30,7 @@ from ..base.limits import check_name
 from ..memory.records import from_us
 
 if TYPE_CHECKING:
+    from .postgres.repository import PgRepository
     from .repository import SqliteRepository
 
 SEP = "\x1e"  # ASCII record separator: never in a name (check_name)
@@ -65,7 +66,7 @@ class Namespace:
 
     def __init__(
         self,
-        repo: SqliteRepository,
+        repo: SqliteRepository | PgRepository,
         name: str,
         agent_id: str,
         owner: str,
@@ -112,7 +113,7 @@ class Namespace:
         return f"Namespace({self.name!r}, owner={self.owner!r})"
 
 
-def namespaces_of(repo: SqliteRepository, agent_id: str) -> list[NamespaceInfo]:
+def namespaces_of(repo: SqliteRepository | PgRepository, agent_id: str) -> list[NamespaceInfo]:
     """The namespaces ``agent_id`` owns or is granted, by name."""
     out = []
     for name, owner, at in repo.namespaces_of(agent_id):
@@ -133,7 +134,9 @@ class Guard:
     """The access check of a handle opened on a namespace, run at the start of every
     public call (one indexed query): a revoke holds from the next call on."""
 
-    def __init__(self, repo: SqliteRepository, namespace: str | None, agent_id: str) -> None:
+    def __init__(
+        self, repo: SqliteRepository | PgRepository, namespace: str | None, agent_id: str
+    ) -> None:
         self._repo = repo
         self.namespace = namespace
         self._agent_id = agent_id

@@ -17,7 +17,17 @@ from .records import entity_key
 from .repository import NewMemory
 
 if TYPE_CHECKING:
+    from ..memory.store import SqliteMemoryStore
+    from ..pg.store import PgMemoryStore
+    from .archive import Archive
     from .backends import StoreSide
+    from .postgres.archive import PgArchive
+    from .postgres.repository import PgRepository
+    from .repository import SqliteRepository
+
+# A write transaction of the layer: ``memory.tx.WriteTx`` on SQLite, ``pg.tx.PgWriteTx``
+# on PostgreSQL. Opaque to the facade: it only hands it back to its own repository.
+LayerTx = Any
 
 INITIAL_DIFFICULTY = 5.0  # FSRS D of a new memory (1 easy .. 10 hard)
 
@@ -27,10 +37,10 @@ class Parts:
     """The pieces of one open agent memory. ``store`` is a ``SqliteMemoryStore`` or a
     ``PgMemoryStore``; ``repo`` and ``archive`` are that backend's (``backends``)."""
 
-    store: Any
+    store: SqliteMemoryStore | PgMemoryStore
     side: StoreSide
-    repo: Any
-    archive: Any
+    repo: SqliteRepository | PgRepository
+    archive: Archive | PgArchive
     config: StoreConfig
     clock: Callable[[], datetime]
     org_id: str
@@ -78,4 +88,4 @@ def new_memory(
     )
 
 
-__all__ = ["Parts", "new_memory"]
+__all__ = ["LayerTx", "Parts", "new_memory"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..memory.rows import placeholders
-from ..memory.write import ExtraColumns
+from ..memory.write import ExtraColumns, Prepared
 from .fsrs import text_salience
 from .records import Memory
 from .schema import MIGRATIONS, SCHEMA_KEY, migrate_chain
@@ -17,7 +17,7 @@ from .schema import MIGRATIONS, SCHEMA_KEY, migrate_chain
 if TYPE_CHECKING:
     from ..memory.store import SqliteMemoryStore
     from ..memory.tx import WriteTx
-    from ..memory.write import Prepared
+    from ..pg.write import Batch
 
 # memory columns, then the layer's, as ``_memory`` reads them
 READ_COLUMNS = (
@@ -143,13 +143,14 @@ class RepositoryCore:
 
     # ------------------------------------------------------------------ inserts
     def insert(
-        self, tx: WriteTx, prepared: Prepared, metas: Sequence[NewMemory]
+        self, tx: WriteTx, prepared: Prepared | Batch, metas: Sequence[NewMemory]
     ) -> list[tuple[str, int]]:
         """Insert memory rows with the layer's columns through ``tx``: ``metas`` in the
         order of ``prepared``'s entries. Returns the (id, label) of the rows written (an
         identical re-send is not). One INSERT per table: the memory row carries the
         layer's columns; only entities other than the speaker get ``am_about`` rows, and
         each speaker new to the scope one ``am_speaker`` row."""
+        assert isinstance(prepared, Prepared), "prepared by the SQLite store"
         if not prepared.entries:
             return []
         # One tuple per distinct record (a batch of turns shares one per speaker): a

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import Scope, from_us
+from ...pg.write import Batch
 from ..fsrs import text_salience
 from ..records import Memory, entity_key
 from ..repo_core import Candidate, Filter, NewMemory, Row, entities
@@ -23,9 +24,9 @@ from . import schema
 from .codec import LayerCodec
 
 if TYPE_CHECKING:
+    from ...memory.write import Prepared
     from ...pg.store import PgMemoryStore
     from ...pg.tx import PgWriteTx
-    from ...pg.write import Batch
 
 # The memory row's columns ``RowCodec.open`` reads, then the layer's, as ``_memory``
 # reads them: [0..7] the sealed memory row, [8] type, [9] speaker (sealed),
@@ -93,10 +94,11 @@ class PgRepositoryCore:
 
     # ------------------------------------------------------------------ inserts
     def insert(
-        self, tx: PgWriteTx, prepared: Batch, metas: Sequence[NewMemory]
+        self, tx: PgWriteTx, prepared: Batch | Prepared, metas: Sequence[NewMemory]
     ) -> list[tuple[str, int]]:
         """Insert memory rows with the layer's columns through ``tx`` (``metas`` in the
         order of ``prepared``'s entries); the (id, label) of the rows written."""
+        assert isinstance(prepared, Batch), "prepared by the PostgreSQL store"
         written = tx.insert(prepared)
         if not written:
             return written

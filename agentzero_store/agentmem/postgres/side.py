@@ -7,7 +7,6 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import Scope
-from ..backends import nothing
 from .archive import PgArchive
 from .repository import PgRepository
 
@@ -38,7 +37,7 @@ class PgSide:
         return self.store.nearest(qv, pool, scope, now_us)
 
     def deferred_checkpoints(self) -> contextlib.AbstractContextManager[Any]:
-        return nothing()  # no sidecar, no checkpoint
+        return contextlib.nullcontext()  # no sidecar, no checkpoint
 
     def purge(self) -> None:
         """Nothing: an erase's rows, terms and archived texts went with its commit."""
