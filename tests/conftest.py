@@ -142,13 +142,14 @@ def run_agentzero(
 
 
 def run_cli(
-    data_dir: Path,
+    data_dir: Path | str,
     *args: str,
     passphrase: str = "pw",
     check: bool = True,
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``agentzero --data-dir DIR ARGS`` in a subprocess with a clean environment."""
+    """Run ``agentzero --data-dir DIR ARGS`` in a subprocess with a clean environment
+    (``data_dir`` may be a PostgreSQL URL: ``--data-dir postgresql://...``)."""
     e = child_env()
     e["AGENTZERO_PASSPHRASE"] = passphrase
     e["COLUMNS"] = "250"  # rich wraps tables to the terminal width

@@ -40,8 +40,9 @@ def _noise(block: int, dim: int) -> npt.NDArray[np.float32]:
 def vecs(start: int, n: int, dim: int = DIM) -> npt.NDArray[np.float32]:
     """Deterministic clustered unit vectors ``start .. start+n-1`` as an (n, dim) matrix."""
     idx = np.arange(start, start + n)
-    noise = np.concatenate([_noise(b, dim) for b in range(start // _BLOCK,
-                                                           (start + n - 1) // _BLOCK + 1)])
+    noise = np.concatenate(
+        [_noise(b, dim) for b in range(start // _BLOCK, (start + n - 1) // _BLOCK + 1)]
+    )
     x = _CENTROIDS[idx % CLUSTERS, :dim] + 0.35 * noise[idx - (start // _BLOCK) * _BLOCK]
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
@@ -53,8 +54,9 @@ def vec(i: int, dim: int = DIM) -> npt.NDArray[np.float32]:
 
 def entry(i: int, *, conversations: int = 40) -> MemoryEntry:
     """Entry ``i`` in conversation ``conv{i % conversations}`` of org "o", agent "a"."""
-    return MemoryEntry(f"memory number {i}", org_id="o", agent_id="a",
-                       conversation_id=f"conv{i % conversations}")
+    return MemoryEntry(
+        f"memory number {i}", org_id="o", agent_id="a", conversation_id=f"conv{i % conversations}"
+    )
 
 
 def fill(store: SqliteMemoryStore, start: int, n: int, *, batch: int = 2_000) -> list[str]:
@@ -63,7 +65,9 @@ def fill(store: SqliteMemoryStore, start: int, n: int, *, batch: int = 2_000) ->
     x = vecs(start, n)
     for b in range(0, n, batch):
         m = min(batch, n - b)
-        ids += store.append_many([entry(start + b + j) for j in range(m)], vectors=list(x[b:b + m]))
+        ids += store.append_many(
+            [entry(start + b + j) for j in range(m)], vectors=list(x[b : b + m])
+        )
     return ids
 
 
@@ -90,5 +94,11 @@ def checkpoint_vectors(data_dir: Path, keys: Any, dim: int) -> npt.NDArray[np.fl
 def run_child(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter (a native crash then fails the test, not pytest)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+    )

@@ -1,10 +1,13 @@
 """The agent memory's commands (`agentzero memory grant|remember|fact|facts|recall|list|
-feedback|archive|restore|forget|undo|erase|consolidate`) through the real console script."""
+feedback|archive|restore|forget|undo|erase|consolidate`) through the real console script,
+on a data dir and on PostgreSQL (``--data-dir postgresql://...``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from .conftest import js, tree_digest
 from .conftest import run_cli as run
@@ -33,20 +36,26 @@ MEMORY_KEYS = {
 }
 
 
-def mem(data_dir: Path, *args: str, check: bool = True) -> Any:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def where(request: pytest.FixtureRequest, data_dir: Path) -> Path | str:
+    """A data dir, or a fresh PostgreSQL database: the same commands on both."""
+    return data_dir if request.param == "sqlite" else str(request.getfixturevalue("pg_url"))
+
+
+def mem(data_dir: Path | str, *args: str, check: bool = True) -> Any:
     """`agentzero memory ARGS --org o1 --agent a1 --json`, parsed."""
     p = run(data_dir, "memory", *args, *SCOPE, "--json", check=check)
     return js(p) if check else p
 
 
-def test_every_verb_with_its_json(data_dir: Path) -> None:
-    run(data_dir, "init")
-    g = mem(data_dir, "grant", "The user is vegetarian", "--about", "user", *NO_EMBEDDER)
+def test_every_verb_with_its_json(where: Path | str) -> None:
+    run(where, "init")
+    g = mem(where, "grant", "The user is vegetarian", "--about", "user", *NO_EMBEDDER)
     assert g == {"id": g["id"], "status": "created", "superseded": []}
-    again = mem(data_dir, "grant", "the user is  VEGETARIAN", "--about", "user", *NO_EMBEDDER)
+    again = mem(where, "grant", "the user is  VEGETARIAN", "--about", "user", *NO_EMBEDDER)
     assert again == {"id": g["id"], "status": "duplicate", "superseded": []}
     oslo = mem(
-        data_dir,
+        where,
         "remember",
         "The user travels to Oslo this week",
         "--type",
@@ -59,41 +68,41 @@ def test_every_verb_with_its_json(data_dir: Path) -> None:
         "7d",
         *NO_EMBEDDER,
     )["id"]
-    porto = mem(data_dir, "fact", "Ana", "lives_in", "Porto", *NO_EMBEDDER)["id"]
-    lisbon = mem(data_dir, "fact", "Ana", "lives_in", "Lisbon", *NO_EMBEDDER)
+    porto = mem(where, "fact", "Ana", "lives_in", "Porto", *NO_EMBEDDER)["id"]
+    lisbon = mem(where, "fact", "Ana", "lives_in", "Lisbon", *NO_EMBEDDER)
     assert lisbon["status"] == "created" and lisbon["superseded"] == [porto]
     speaks = ("fact", "Ana", "speaks", "English", "--multi-valued", *NO_EMBEDDER)
-    assert mem(data_dir, *speaks)["superseded"] == []
+    assert mem(where, *speaks)["superseded"] == []
 
     # facts: now, and the whole history
-    assert [f["object"] for f in mem(data_dir, "facts", "--subject", "ana")] == [
+    assert [f["object"] for f in mem(where, "facts", "--subject", "ana")] == [
         "Lisbon",
         "English",
     ]
-    history = mem(data_dir, "facts", "--predicate", "lives_in", "--history")
+    history = mem(where, "facts", "--predicate", "lives_in", "--history")
     assert [(f["object"], f["superseded_by"]) for f in history] == [
         ("Porto", lisbon["id"]),
         ("Lisbon", None),
     ]
 
     # recall: keyword without an embedder; filters; explain; as_of
-    hits = mem(data_dir, "recall", "where does Ana live", "--explain", *NO_EMBEDDER)
+    hits = mem(where, "recall", "where does Ana live", "--explain", *NO_EMBEDDER)
     assert hits[0]["id"] == lisbon["id"] and set(hits[0]) == MEMORY_KEYS | {
         "score",
         "ranks",
         "explain",
     }
     assert hits[0]["explain"]["keyword"]["rank"] == 1
-    only = mem(data_dir, "recall", "user", "--type", "episodic", *NO_EMBEDDER)
+    only = mem(where, "recall", "user", "--type", "episodic", *NO_EMBEDDER)
     assert [h["id"] for h in only] == [oslo]
-    about = mem(data_dir, "recall", "user", "--about", "user", "--mode", "keyword")
+    about = mem(where, "recall", "user", "--about", "user", "--mode", "keyword")
     assert [h["id"] for h in about] == [g["id"]]
     then = history[0]["valid_from"]
-    past = mem(data_dir, "recall", "Ana lives", "--as-of", then, *NO_EMBEDDER)
+    past = mem(where, "recall", "Ana lives", "--as-of", then, *NO_EMBEDDER)
     assert [h["content"] for h in past] == ["Ana lives in Porto"]
 
     # list: newest first, filtered, paged
-    listed = mem(data_dir, "list")
+    listed = mem(where, "list")
     assert [m["content"] for m in listed] == [
         "Ana speaks English",
         "Ana lives in Lisbon",
@@ -101,45 +110,44 @@ def test_every_verb_with_its_json(data_dir: Path) -> None:
         "The user is vegetarian",
     ]
     assert set(listed[0]) == MEMORY_KEYS
-    page = mem(data_dir, "list", "--type", "semantic", "--limit", "1", "--offset", "1")
+    page = mem(where, "list", "--type", "semantic", "--limit", "1", "--offset", "1")
     assert [m["id"] for m in page] == [lisbon["id"]]
     assert (
-        mem(data_dir, "list", "--conversation", "memories", "--kind", "granted")[-1]["id"]
-        == g["id"]
+        mem(where, "list", "--conversation", "memories", "--kind", "granted")[-1]["id"] == g["id"]
     )
-    assert mem(data_dir, "list", "--kind", "recalled") == []
+    assert mem(where, "list", "--kind", "recalled") == []
 
     # archive, restore, feedback
-    assert mem(data_dir, "archive", oslo) == {"id": oslo, "archived": True}
-    assert mem(data_dir, "archive", oslo) == {"id": oslo, "archived": False}
-    assert [m["id"] for m in mem(data_dir, "list", "--archived")] == [oslo]
-    assert len(mem(data_dir, "list", "--include-archived")) == 4
-    assert oslo not in [m["id"] for m in mem(data_dir, "list")]
-    archived = mem(data_dir, "recall", "Oslo", "--include-archived", *NO_EMBEDDER)
+    assert mem(where, "archive", oslo) == {"id": oslo, "archived": True}
+    assert mem(where, "archive", oslo) == {"id": oslo, "archived": False}
+    assert [m["id"] for m in mem(where, "list", "--archived")] == [oslo]
+    assert len(mem(where, "list", "--include-archived")) == 4
+    assert oslo not in [m["id"] for m in mem(where, "list")]
+    archived = mem(where, "recall", "Oslo", "--include-archived", *NO_EMBEDDER)
     assert archived[0]["archived"] is True and "Oslo" in archived[0]["content"]
-    assert mem(data_dir, "restore", oslo) == {"id": oslo, "restored": True}
-    fb = mem(data_dir, "feedback", g["id"], "--used")
+    assert mem(where, "restore", oslo) == {"id": oslo, "restored": True}
+    fb = mem(where, "feedback", g["id"], "--used")
     assert fb["id"] == g["id"] and set(fb) == MEMORY_KEYS
 
     # forget (undoable), undo, erase (needs --yes)
-    receipt = mem(data_dir, "forget", "--about", "ana")
+    receipt = mem(where, "forget", "--about", "ana")
     assert receipt["count"] == 3 and set(receipt) == {"token", "count", "recoverable_until", "ids"}
-    assert mem(data_dir, "recall", "Ana", *NO_EMBEDDER) == []
-    assert mem(data_dir, "undo", receipt["token"]) == {"restored": 3}
-    back = [h["id"] for h in mem(data_dir, "recall", "Ana lives", *NO_EMBEDDER)]
+    assert mem(where, "recall", "Ana", *NO_EMBEDDER) == []
+    assert mem(where, "undo", receipt["token"]) == {"restored": 3}
+    back = [h["id"] for h in mem(where, "recall", "Ana lives", *NO_EMBEDDER)]
     assert back[0] == lisbon["id"] and porto not in back  # a superseded fact stays history
-    refused = mem(data_dir, "erase", "--id", oslo, check=False)
+    refused = mem(where, "erase", "--id", oslo, check=False)
     assert refused.returncode == 2 and js(refused)["error"] == "invalid_argument"
     assert "--yes" in js(refused)["message"] and "forget" in js(refused)["hint"]
-    assert mem(data_dir, "erase", "--id", oslo, "--yes") == {
+    assert mem(where, "erase", "--id", oslo, "--yes") == {
         "count": 1,
         "ids": [oslo],
         "pending": False,
     }
-    assert mem(data_dir, "recall", "Oslo", "--include-archived", *NO_EMBEDDER) == []
+    assert mem(where, "recall", "Oslo", "--include-archived", *NO_EMBEDDER) == []
 
     # consolidate
-    dry = mem(data_dir, "consolidate", "--dry-run")
+    dry = mem(where, "consolidate", "--dry-run")
     assert dry["dry_run"] is True and set(dry) == {
         "promoted",
         "linked",
@@ -153,23 +161,23 @@ def test_every_verb_with_its_json(data_dir: Path) -> None:
         "warm_evicted",
         "dry_run",
     }
-    assert mem(data_dir, "consolidate")["dry_run"] is False
+    assert mem(where, "consolidate")["dry_run"] is False
 
     # every command works on one agent: another sees nothing
     other = ("--org", "o1", "--agent", "a2", "--json")
-    assert js(run(data_dir, "memory", "list", *other)) == []
-    assert js(run(data_dir, "memory", "recall", "Ana user", *other, *NO_EMBEDDER)) == []
-    p = run(data_dir, "memory", "archive", g["id"], *other, check=False)
+    assert js(run(where, "memory", "list", *other)) == []
+    assert js(run(where, "memory", "recall", "Ana user", *other, *NO_EMBEDDER)) == []
+    p = run(where, "memory", "archive", g["id"], *other, check=False)
     assert p.returncode == 4 and js(p)["error"] == "not_found"
 
 
-def test_human_output(data_dir: Path) -> None:
-    run(data_dir, "init")
-    p = run(data_dir, "memory", "grant", "Bo likes green tea", "--about", "Bo", *NO_EMBEDDER)
+def test_human_output(where: Path | str) -> None:
+    run(where, "init")
+    p = run(where, "memory", "grant", "Bo likes green tea", "--about", "Bo", *NO_EMBEDDER)
     assert p.stdout.startswith("remembered ")
-    p = run(data_dir, "memory", "grant", "Bo likes green tea", *NO_EMBEDDER)
+    p = run(where, "memory", "grant", "Bo likes green tea", *NO_EMBEDDER)
     assert p.stdout.startswith("already remembered: ")
-    listed = run(data_dir, "memory", "list").stdout.splitlines()
+    listed = run(where, "memory", "list").stdout.splitlines()
     assert listed[0].split("\t") == [
         "created",
         "type",
@@ -179,17 +187,15 @@ def test_human_output(data_dir: Path) -> None:
         "content",
     ]
     assert listed[1].endswith("\tBo likes green tea")
-    assert (
-        "Bo likes green tea" in run(data_dir, "memory", "recall", "green tea", *NO_EMBEDDER).stdout
-    )
-    forgot = run(data_dir, "memory", "forget", "--about", "bo").stdout
+    assert "Bo likes green tea" in run(where, "memory", "recall", "green tea", *NO_EMBEDDER).stdout
+    forgot = run(where, "memory", "forget", "--about", "bo").stdout
     assert forgot.startswith("forgot 1 memories; until ")
     token = forgot.split("agentzero memory undo ")[1].strip()
-    assert run(data_dir, "memory", "undo", token).stdout == "restored 1 memories\n"
-    nothing = run(data_dir, "memory", "forget", "--conversation", "none-such").stdout
+    assert run(where, "memory", "undo", token).stdout == "restored 1 memories\n"
+    nothing = run(where, "memory", "forget", "--conversation", "none-such").stdout
     assert nothing == "nothing matched; nothing was forgotten\n"
-    assert run(data_dir, "memory", "facts").stdout == "no facts\n"
-    assert run(data_dir, "memory", "consolidate").stdout.startswith("consolidation did: ")
+    assert run(where, "memory", "facts").stdout == "no facts\n"
+    assert run(where, "memory", "consolidate").stdout.startswith("consolidation did: ")
 
 
 def test_errors_are_typed_with_hints_and_exit_codes(data_dir: Path) -> None:

@@ -36,8 +36,17 @@ from .conftest import run_cli as run
 
 KEY = bytes(range(32))
 # What must never reach a user: a traceback or a native error's own words.
-RAW = ("Traceback", "ValueError", "OSError", "PanicException", "RuntimeError", "Errno",
-       "IoError", "os error", "DatabaseError")
+RAW = (
+    "Traceback",
+    "ValueError",
+    "OSError",
+    "PanicException",
+    "RuntimeError",
+    "Errno",
+    "IoError",
+    "os error",
+    "DatabaseError",
+)
 
 
 @contextlib.contextmanager

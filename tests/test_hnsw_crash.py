@@ -44,8 +44,13 @@ while True:
 
 def run_and_kill(data: Path, start: int, rnd: random.Random) -> dict[int, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.Popen([sys.executable, "-c", CHILD, str(data), str(start)], cwd=ROOT,
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(data), str(start)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert p.stdout is not None
     assert p.stdout.readline().strip() == b"ready", p.stderr.read() if p.stderr else ""
     time.sleep(rnd.uniform(0.05, 0.7))
@@ -86,8 +91,9 @@ def test_kill_9_while_appending_loses_nothing(tmp_path: Path) -> None:
             assert h.sidecar.index.count() == s.count()  # every committed vector indexed
             check = list(new.items()) + rnd.sample(sorted(acked.items()), min(20, len(acked)))
             for i, entry_id in check:
-                scoped = s.semantic_recall(vec(i), 1, org_id="o", agent_id="a",
-                                           conversation_id=entry(i).conversation_id)
+                scoped = s.semantic_recall(
+                    vec(i), 1, org_id="o", agent_id="a", conversation_id=entry(i).conversation_id
+                )
                 assert scoped and scoped[0].id == entry_id, (kill, i)
                 top10 = [x.id for x in s.semantic_recall(vec(i), 10)]
                 assert entry_id in top10, (kill, i)

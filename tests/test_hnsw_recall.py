@@ -66,8 +66,10 @@ def test_unscoped_and_scoped_recall_match_exact(
     for q in queries:
         found += len(set(ids(ann.semantic_recall(q, 10))) & set(ids(exact.semantic_recall(q, 10))))
         # A conversation is a small scope (N/40 rows): exactly the exact top-k, in order.
-        for scope in ({"conversation_id": "conv7"},
-                      {"org_id": "o", "agent_id": "a", "conversation_id": "conv3"}):
+        for scope in (
+            {"conversation_id": "conv7"},
+            {"org_id": "o", "agent_id": "a", "conversation_id": "conv3"},
+        ):
             want = ids(exact.semantic_recall(q, 5, **scope))
             assert ids(ann.semantic_recall(q, 5, **scope)) == want
     assert found / (10 * len(queries)) >= 0.99
@@ -100,12 +102,14 @@ def test_large_scope_goes_through_hnsw_and_never_leaks(tmp_path: Path) -> None:
 
 def test_deletes_forget_and_expiry_never_come_back(tmp_path: Path) -> None:
     now = [datetime(2030, 1, 1, tzinfo=UTC)]
-    s = SqliteMemoryStore.open(tmp_path / "d", key=KEY, config=FAST, hnsw=True,
-                               clock=lambda: now[0])
+    s = SqliteMemoryStore.open(
+        tmp_path / "d", key=KEY, config=FAST, hnsw=True, clock=lambda: now[0]
+    )
     try:
         got = fill(s, 0, 400)
         exp = s.append_with_embedding(
-            MemoryEntry("short-lived", expires_at=now[0] + timedelta(hours=1)), vec(10_000))
+            MemoryEntry("short-lived", expires_at=now[0] + timedelta(hours=1)), vec(10_000)
+        )
         assert ids(s.semantic_recall(vec(10_000), 1)) == [exp]
         now[0] += timedelta(hours=2)
         assert exp not in ids(s.semantic_recall(vec(10_000), 10))  # expired: filtered
@@ -114,8 +118,7 @@ def test_deletes_forget_and_expiry_never_come_back(tmp_path: Path) -> None:
         assert got[5] not in ids(s.semantic_recall(vec(5), 10))
         assert s.forget(conversation_id="conv9") == 10
         for i in range(9, 400, 40):
-            assert all(h.entry.conversation_id != "conv9"
-                       for h in s.semantic_recall(vec(i), 10))
+            assert all(h.entry.conversation_id != "conv9" for h in s.semantic_recall(vec(i), 10))
         h = s.hnsw_index
         assert h is not None and h.sidecar is not None
         assert h.sidecar.index.count() == s.count() == 400 - 1 - 10
@@ -128,21 +131,25 @@ def test_another_process_writes_are_seen_before_answering(
 ) -> None:
     ann, _ = pair
     fill(ann, 0, 50)
-    p = run_child("""
+    p = run_child(
+        """
 import sys
 from agentzero_store import SqliteMemoryStore
 from tests.hnsw_support import FAST, KEY, fill
 s = SqliteMemoryStore.open(sys.argv[1], key=KEY, config=FAST, hnsw=False)
 print(fill(s, 50, 5)[2])
 s.close()
-""", str(ann.data_dir))
+""",
+        str(ann.data_dir),
+    )
     assert p.returncode == 0, p.stderr
     other_id = p.stdout.split()[-1]
     assert ids(ann.semantic_recall(vec(52), 1)) == [other_id]
 
 
 def test_wrong_dimension_query_raises_and_the_process_lives(tmp_path: Path) -> None:
-    p = run_child("""
+    p = run_child(
+        """
 import sys
 import numpy as np
 from agentzero_store import DimensionMismatchError, SqliteMemoryStore
@@ -164,7 +171,9 @@ for bad in (np.ones(383, "float32"), np.ones(385, "float32"), np.ones((2, 384), 
 assert s.semantic_recall(vec(3), 1)
 s.close()
 print("alive")
-""", str(tmp_path / "d"))
+""",
+        str(tmp_path / "d"),
+    )
     assert p.returncode == 0 and p.stdout.strip() == "alive", p.stderr[-2000:]
 
 
@@ -190,8 +199,10 @@ def test_no_vector_is_ever_on_disk_in_plaintext(tmp_path: Path) -> None:
     # hnswlib re-normalises what it stores (last-bit differences): scan for its copies too.
     h = s.hnsw_index
     assert h is not None and h.sidecar is not None
-    native = np.asarray(h.sidecar.index.hnsw._index.get_items([lab for lab, _ in rows]),  # type: ignore[attr-defined]
-                        dtype=np.float32)
+    native = np.asarray(
+        h.sidecar.index.hnsw._index.get_items([lab for lab, _ in rows]),  # type: ignore[attr-defined]
+        dtype=np.float32,
+    )
     in_graph = [v.tobytes() for v in native]
 
     def scan() -> None:

@@ -289,3 +289,24 @@ def test_a_data_dir_whose_agent_memory_holds_more_is_refused_and_nothing_written
         assert c.execute("SELECT to_regclass('az_keys') IS NULL").fetchone() == (True,)
     r = _migrate(plain, pg_url)
     assert r.memories == 1  # type: ignore[attr-defined]
+
+
+def test_a_database_whose_agent_memory_holds_more_is_refused_and_nothing_written(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """The same guard from PostgreSQL to a data dir: the agent memory runs there too now,
+    and its facts and archived texts would stay behind."""
+    from agentzero_store import AgentMemory
+
+    with AgentMemory.open(
+        pg_url, passphrase=PASSPHRASE, config=FAST, org_id="o", agent_id="a"
+    ) as m:
+        m.add_turn("c1", "user", "a turn, beside what only the agent memory keeps")
+        m.assert_fact("Ana", "lives_in", "Lisbon")
+        m.archive(m.remember("Ana likes tea").id)
+    target = tmp_path / "back"
+    with pytest.raises(UnsupportedByBackendError) as err:
+        _migrate(pg_url, target)
+    assert "database's agent memory" in err.value.message
+    assert "1 facts" in err.value.message and "archived memories" in err.value.message
+    assert not target.exists() or not any(target.iterdir())

@@ -180,7 +180,8 @@ def test_v1_store_migrates_with_vectors_and_recall_intact(tmp_path: Path, hnsw: 
         for scope in SCOPES:
             got = {h.entry.id for h in s.keyword_recall("topic5", 100, **scope)}
             assert got == {
-                v1.ids[lab] for lab in v1.ids
+                v1.ids[lab]
+                for lab in v1.ids
                 if int(v1.ids[lab][2:]) % 13 == 5 and in_scope(lab, v1, scope)
             }, scope
         entry = s.get("id10")

@@ -103,8 +103,7 @@ def test_memory_index_round_trip_keeps_vectors_scopes_and_deletes() -> None:
     v = np.random.default_rng(1).normal(size=(n, dim)).astype(np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     items = [
-        (i + 1, MemoryItem(v[i].tobytes(), f"o{i % 4}", "a", f"c{i // 10}", None))
-        for i in range(n)
+        (i + 1, MemoryItem(v[i].tobytes(), f"o{i % 4}", "a", f"c{i // 10}", None)) for i in range(n)
     ]
     a = MemoryIndex(HnswIndex(dim, ef_construction=40))
     a.insert(items)

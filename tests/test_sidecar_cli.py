@@ -19,9 +19,14 @@ AGENTZERO = str(Path(sys.executable).parent / "agentzero")
 def run(data: Path, key_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = child_env()
     env["COLUMNS"] = "250"
-    return subprocess.run([AGENTZERO, "--data-dir", str(data), "--key-file", str(key_file),
-                           "store", *args], capture_output=True, text=True, env=env,
-                          stdin=subprocess.DEVNULL, timeout=120)
+    return subprocess.run(
+        [AGENTZERO, "--data-dir", str(data), "--key-file", str(key_file), "store", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
 
 
 def js(p: subprocess.CompletedProcess[str]) -> Any:

@@ -69,6 +69,7 @@ def _flip(at: float) -> Callable[[Path], None]:
         i = min(len(b) - 1, int(len(b) * at))
         b[i] ^= 0x40
         p.write_bytes(bytes(b))
+
     return damage
 
 
@@ -91,8 +92,9 @@ CASES: dict[str, tuple[str, Callable[[Path], None], int]] = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_damaged_sidecar_is_rebuilt_and_matches_exact(bases: dict[int, Path], tmp_path: Path,
-                                                      case: str) -> None:
+def test_damaged_sidecar_is_rebuilt_and_matches_exact(
+    bases: dict[int, Path], tmp_path: Path, case: str
+) -> None:
     which, damage, n = CASES[case]
     data = tmp_path / "data"
     shutil.copytree(bases[n], data)

@@ -72,20 +72,33 @@ def source_store(tmp_path: Path) -> Iterator[SqliteMemoryStore]:
     s.close()
 
 
-def make_sidecar(store: SqliteMemoryStore, directory: Path, *, io: FileIO | None = None,
-                 m: int = 16, model: str | None = None) -> Sidecar[bytes]:
+def make_sidecar(
+    store: SqliteMemoryStore,
+    directory: Path,
+    *,
+    io: FileIO | None = None,
+    m: int = 16,
+    model: str | None = None,
+) -> Sidecar[bytes]:
     kw = {"io": io} if io is not None else {}
-    return Sidecar(directory, HnswIndex(DIM, m=m), MemoryVectorSource(store),
-                   key=store.keys.sidecar_key, embedder=EmbedderInfo(model, DIM),
-                   checkpoint_every=100, **kw)
+    return Sidecar(
+        directory,
+        HnswIndex(DIM, m=m),
+        MemoryVectorSource(store),
+        key=store.keys.sidecar_key,
+        embedder=EmbedderInfo(model, DIM),
+        checkpoint_every=100,
+        **kw,
+    )
 
 
 def sidecar_files(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name != ".lock")
 
 
-def test_first_open_builds_then_loads_and_replays(source_store: SqliteMemoryStore,
-                                                  tmp_path: Path) -> None:
+def test_first_open_builds_then_loads_and_replays(
+    source_store: SqliteMemoryStore, tmp_path: Path
+) -> None:
     d = tmp_path / "sc"
     first = make_sidecar(source_store, d).open()
     assert first.rebuilt and "missing" in (first.reason or "")
@@ -97,8 +110,9 @@ def test_first_open_builds_then_loads_and_replays(source_store: SqliteMemoryStor
     assert second.replayed == 42 and sc.index.count() == N + 42
 
 
-def test_manifest_records_what_the_design_says(source_store: SqliteMemoryStore,
-                                               tmp_path: Path) -> None:
+def test_manifest_records_what_the_design_says(
+    source_store: SqliteMemoryStore, tmp_path: Path
+) -> None:
     d = tmp_path / "sc"
     make_sidecar(source_store, d, model="m1").open()
     m = json.loads((d / MANIFEST).read_text())
@@ -119,8 +133,13 @@ def test_edited_manifest_fails_authentication_and_rebuilds(
     d = tmp_path / "sc"
     make_sidecar(source_store, d).open()
     m = json.loads((d / MANIFEST).read_text())
-    m[change] = {"covered_seq": 1, "entries": 7, "store_id": "x" * 32, "mac": "0" * 64,
-                 "params": {"M": 8}}[change]
+    m[change] = {
+        "covered_seq": 1,
+        "entries": 7,
+        "store_id": "x" * 32,
+        "mac": "0" * 64,
+        "params": {"M": 8},
+    }[change]
     (d / MANIFEST).write_text(json.dumps(m))
     sc = make_sidecar(source_store, d)
     r = sc.open()
@@ -129,8 +148,9 @@ def test_edited_manifest_fails_authentication_and_rebuilds(
 
 
 @pytest.mark.parametrize("what", ["embedder", "params"])
-def test_other_embedder_or_params_rebuild(source_store: SqliteMemoryStore, tmp_path: Path,
-                                          what: str) -> None:
+def test_other_embedder_or_params_rebuild(
+    source_store: SqliteMemoryStore, tmp_path: Path, what: str
+) -> None:
     d = tmp_path / "sc"
     make_sidecar(source_store, d, model="m1").open()
     kw = {"model": "m2"} if what == "embedder" else {"model": "m1", "m": 8}
@@ -138,8 +158,9 @@ def test_other_embedder_or_params_rebuild(source_store: SqliteMemoryStore, tmp_p
     assert r.rebuilt and what in (r.reason or "")
 
 
-def test_sidecar_of_another_store_is_rebuilt(source_store: SqliteMemoryStore,
-                                             tmp_path: Path) -> None:
+def test_sidecar_of_another_store_is_rebuilt(
+    source_store: SqliteMemoryStore, tmp_path: Path
+) -> None:
     d = tmp_path / "sc"
     make_sidecar(source_store, d).open()
     other = SqliteMemoryStore.open(tmp_path / "other", key=KEY, config=FAST, hnsw=False)
@@ -168,9 +189,13 @@ def test_authenticated_but_inconsistent_state_never_reaches_hnswlib(
         def dump(self) -> dict[str, bytes]:
             return {"index": bad}
 
-    evil: Sidecar[bytes] = Sidecar(d, Tampered(DIM), MemoryVectorSource(source_store),
-                                   key=source_store.keys.sidecar_key,
-                                   embedder=EmbedderInfo(None, DIM))
+    evil: Sidecar[bytes] = Sidecar(
+        d,
+        Tampered(DIM),
+        MemoryVectorSource(source_store),
+        key=source_store.keys.sidecar_key,
+        embedder=EmbedderInfo(None, DIM),
+    )
     evil.applied_seq = source_store.source_seq() + 0
     evil.checkpoint()  # a validly signed checkpoint of an inconsistent state
     fresh = make_sidecar(source_store, d)
@@ -191,8 +216,7 @@ def test_checkpoint_every_100_changes(source_store: SqliteMemoryStore, tmp_path:
     assert sc.applied_seq == source_store.source_seq()
 
 
-def test_deletes_replay_and_are_idempotent(source_store: SqliteMemoryStore,
-                                           tmp_path: Path) -> None:
+def test_deletes_replay_and_are_idempotent(source_store: SqliteMemoryStore, tmp_path: Path) -> None:
     d = tmp_path / "sc"
     sc = make_sidecar(source_store, d)
     sc.open()
@@ -219,8 +243,9 @@ def count_checkpoint_calls(store: SqliteMemoryStore, d: Path) -> int:
     return io.calls
 
 
-def test_fault_at_every_checkpoint_step_leaves_old_or_new(source_store: SqliteMemoryStore,
-                                                          tmp_path: Path) -> None:
+def test_fault_at_every_checkpoint_step_leaves_old_or_new(
+    source_store: SqliteMemoryStore, tmp_path: Path
+) -> None:
     d = tmp_path / "sc"
     steps = count_checkpoint_calls(source_store, d)
     assert steps >= 11  # data file and manifest: open, write, fsync, rename, fsync dir; unlink

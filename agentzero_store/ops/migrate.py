@@ -20,10 +20,11 @@ data dir or a PostgreSQL URL.
   (its fields and vector) and the answers to a sample of semantic and keyword queries
   must agree; otherwise ``MigrationMismatchError`` names what differs.
 
-Only live memories move: deleted ones are gone and expired ones are not copied. A data
-dir whose agent memory holds anything beyond its memory rows (``agent_memory_contents``:
-notes, facts, speakers, archived texts, history, ...) is refused before anything is
-written: the agent memory does not run on PostgreSQL yet, and it would stay behind.
+Only live memories move: deleted ones are gone and expired ones are not copied. A
+store whose agent memory holds anything beyond its memory rows (``agent_memory_contents``
+of either backend: notes, facts, speakers, archived texts, history, ...) is refused
+before anything is written: the agent memory's own tables are not copied between
+backends, and they would stay behind.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..agentmem.postgres.repository import agent_memory_contents as pg_agent_memory_contents
 from ..agentmem.repository import agent_memory_contents
 from ..base.config import Layout, StoreConfig
 from ..base.errors import InvalidArgumentError, StoreExistsError, UnsupportedByBackendError
@@ -131,22 +133,24 @@ def migrate_store(
 
 
 def _refuse_agent_memory(src: Store) -> None:
-    """A data dir whose agent memory holds more than its memory rows is not moved: only
-    the memory store moves (the agent memory does not run on PostgreSQL yet), so its
-    notes, facts, speakers, archived texts, history and the rest would stay behind, and
-    an archived memory's row holds a pointer to memory.archive.db, not its text. Checked
-    before anything is written to the target."""
-    if not isinstance(src, SqliteMemoryStore):
-        return
-    held = agent_memory_contents(src)
+    """A store whose agent memory holds more than its memory rows is not moved, from
+    either backend: only the memory store's rows move (copying the agent memory's own
+    tables between backends is not built), so its notes, facts, speakers, archived
+    texts, history and the rest would stay behind, and an archived memory's row holds a
+    pointer to its archive, not its text. Checked before anything is written to the
+    target."""
+    if isinstance(src, SqliteMemoryStore):
+        held, where = agent_memory_contents(src), "data dir"
+    else:
+        held, where = pg_agent_memory_contents(src), "database"
     if held:
         what = ", ".join(f"{n:,} {name}" for name, n in held.items())
         raise UnsupportedByBackendError(
-            f"this data dir's agent memory holds {what}: store migrate moves the memory"
+            f"this {where}'s agent memory holds {what}: store migrate moves the memory"
             " store alone and would leave them behind",
-            hint="keep this store in its data dir until the agent memory runs on"
-            " PostgreSQL; a store written only as turns and notes of the memory store"
-            " (agentzero memory append, the MCP memory_append tool) moves as it is",
+            hint="keep this store where it is (the agent memory runs on both backends);"
+            " a store written only as turns and notes of the memory store (agentzero"
+            " memory append, the MCP memory_append tool) moves as it is",
         )
 
 

@@ -101,9 +101,7 @@ def test_log_cut_at_a_record_boundary_names_the_missing_seqs(data_dir: Path) -> 
         f.truncate(offsets[601])  # keeps the header and seq 1..600
     cut = log.read_bytes()
     msg = "the document log holds 600 records; 1,200 were acknowledged (seq 601–1,200 missing)"
-    assert_refused(
-        cli(data_dir, "rag", "ingest", "--id", "n", "--text", "new", check=False), msg
-    )
+    assert_refused(cli(data_dir, "rag", "ingest", "--id", "n", "--text", "new", check=False), msg)
     assert_refused(cli(data_dir, "store", "rebuild", check=False), msg)
     assert_refused(cli(data_dir, "rag", "query", "subject", check=False), msg)
     rep = js(cli(data_dir, "store", "verify", "--json", check=False))
@@ -197,9 +195,7 @@ os._exit(0)  # dies without closing: the WAL is never checkpointed into memory.d
 def died_writer(root: Path) -> None:
     memories(root, 1)  # the store exists
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    subprocess.run(
-        [sys.executable, "-P", "-c", WRITER, str(root), PASSPHRASE], check=True, env=env
-    )
+    subprocess.run([sys.executable, "-P", "-c", WRITER, str(root), PASSPHRASE], check=True, env=env)
 
 
 @pytest.mark.parametrize("damage", ["deleted", "frame_flipped"])

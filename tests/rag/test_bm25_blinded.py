@@ -47,8 +47,9 @@ def corpus(n: int, seed: int = 0) -> list[tuple[int, str]]:
     import random
 
     rng = random.Random(seed)
-    return [(i + 1, " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 15))))
-            for i in range(n)]
+    return [
+        (i + 1, " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 15)))) for i in range(n)
+    ]
 
 
 def side(data_dir: Path) -> Path:
@@ -143,8 +144,12 @@ def test_every_damaged_checkpoint_file_is_caught_before_tantivy(
     (tree,) = trees(data_dir)
     names = sorted(p.name for p in tree.iterdir())
     assert {"keys", "meta.json"} <= set(names) and ".managed.json" not in names
-    damages = [(n, "flip") for n in names] + [(names[-1], "truncate"), (names[0], "remove"),
-                                               ("extra", "add"), (".", "remove_tree")]
+    damages = [(n, "flip") for n in names] + [
+        (names[-1], "truncate"),
+        (names[0], "remove"),
+        ("extra", "add"),
+        (".", "remove_tree"),
+    ]
     for name, how in damages:
         copy = tmp_path / f"copy-{how}-{name}"
         shutil.copytree(data_dir, copy)
@@ -232,8 +237,9 @@ time.sleep(60)
 
 def test_working_index_of_a_killed_process_is_removed(data_dir: Path) -> None:
     _ingest(data_dir, 50)
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(data_dir)],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(data_dir)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         (theirs,) = side(data_dir).glob("work-*.lock")

@@ -181,8 +181,10 @@ def test_trees_no_manifest_names_are_collected_at_open(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     with DocumentStore.open(data_dir, key=KEY, config=FAST) as s:
         s.ingest_many(docs(30))
-    stray = [side(data_dir) / "bm25-000000000001-deadbeef.tree",
-             side(data_dir) / "bm25-000000000002-feedf00d.tree"]
+    stray = [
+        side(data_dir) / "bm25-000000000001-deadbeef.tree",
+        side(data_dir) / "bm25-000000000002-feedf00d.tree",
+    ]
     for p in stray:
         p.mkdir()
         (p / "meta.json").write_bytes(b"{}")
@@ -244,11 +246,18 @@ def test_deleted_hnsw_dirs_cost_a_checkpoint_never_an_answer(tmp_path: Path) -> 
     [
         ("Internal error: 'No space left on device (os error 28)'", StoreIOError, "ENOSPC"),
         ("An IO error occurred: 'Input/output error (os error 5)'", StoreIOError, "EIO"),
-        ("Failed to open file for write: 'IoError { io_error: Custom { kind: NotFound, "
-         "error: PathError { err: Os { code: 2, kind: NotFound } } } }'",
-         SidecarCorruptError, "gone"),
-        ("An error occurred in a thread: 'An index writer was killed.. A worker thread "
-         "encountered an error (io::Error most likely) or panicked.'", StoreIOError, "I/O"),
+        (
+            "Failed to open file for write: 'IoError { io_error: Custom { kind: NotFound, "
+            "error: PathError { err: Os { code: 2, kind: NotFound } } } }'",
+            SidecarCorruptError,
+            "gone",
+        ),
+        (
+            "An error occurred in a thread: 'An index writer was killed.. A worker thread "
+            "encountered an error (io::Error most likely) or panicked.'",
+            StoreIOError,
+            "I/O",
+        ),
         ("Data corrupted: 'checksum mismatch'", SidecarCorruptError, "Tantivy failed"),
     ],
 )

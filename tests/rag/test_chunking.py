@@ -87,9 +87,7 @@ def _reference_chunks(text: str, params: ChunkParams) -> list[tuple[int, int, in
     while i < len(spans):
         first, j = spans[i][0], i + 1
         while (
-            j < len(spans)
-            and j - i < params.max_words
-            and spans[j][1] - first <= params.max_chars
+            j < len(spans) and j - i < params.max_words and spans[j][1] - first <= params.max_chars
         ):
             j += 1
         out.append((len(out), first, spans[j - 1][1], text[first : spans[j - 1][1]]))
@@ -104,7 +102,8 @@ def _reference_chunks(text: str, params: ChunkParams) -> list[tuple[int, int, in
 def test_property_fast_paths_cut_like_the_word_loop(
     text: str, max_words: int, overlap: int, max_chars: int
 ) -> None:
-    params = ChunkParams(max_words=max_words, overlap_words=min(overlap, max_words - 1),
-                         max_chars=max_chars)
+    params = ChunkParams(
+        max_words=max_words, overlap_words=min(overlap, max_words - 1), max_chars=max_chars
+    )
     got = [(c.index, c.start, c.end, c.text) for c in chunk_text(text, params)]
     assert got == _reference_chunks(text, params)

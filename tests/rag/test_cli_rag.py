@@ -142,8 +142,15 @@ def test_bm25_mode_from_the_environment(data_dir: Path) -> None:
     hits = js(run(data_dir, "rag", "query", "boiler pressure", "--json", env=sealed))
     assert hits[0]["id"] == "boiler-manual.md"
     assert list(tantivy.glob("*.sealed")) and not list(tantivy.glob("*.tree"))  # rebuilt
-    bad = run(data_dir, "rag", "query", "boiler", "--json", check=False,
-              env={"AGENTZERO_BM25_TERMS": "plain"})
+    bad = run(
+        data_dir,
+        "rag",
+        "query",
+        "boiler",
+        "--json",
+        check=False,
+        env={"AGENTZERO_BM25_TERMS": "plain"},
+    )
     err = js(bad)
     assert bad.returncode == 2 and err["error"] == "invalid_argument", bad
     assert "blinded, sealed" in err["message"] and "AGENTZERO_BM25_TERMS" in err["hint"]
