@@ -291,7 +291,7 @@ class UnsupportedByBackendError(AgentZeroStoreError):
     code = "unsupported_by_backend"
     exit_code = 2
     default_hint = (
-        "the PostgreSQL backend offers the memory store's public API (writes, reads, "
-        "recall, forget); for sidecar indexes, the change feed and shared transactions "
-        "use a data dir (SqliteMemoryStore)"
+        "the PostgreSQL backend offers the memory store's public API and the agent "
+        "memory (AgentMemory); for documents, skills, sidecar indexes and the change "
+        "feed use a data dir"
     )

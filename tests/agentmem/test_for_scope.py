@@ -12,6 +12,12 @@ from agentzero_store import AgentMemory, InvalidArgumentError, MemoryEntry
 from .conftest import Clock, open_memory
 
 
+@pytest.fixture
+def mem(bmem: AgentMemory) -> AgentMemory:
+    """This module's tests on both backends (``where``)."""
+    return bmem
+
+
 def test_adopt_picks_up_rows_written_below_the_layer_since_open(mem: AgentMemory) -> None:
     eid = mem.store.append(MemoryEntry("appended beside the layer", org_id="acme", agent_id="a1"))
     assert mem.get(eid) is None  # open adopted what was there then, not this
@@ -23,8 +29,10 @@ def test_adopt_picks_up_rows_written_below_the_layer_since_open(mem: AgentMemory
     assert [x.id for x in mem.memories()] == [eid]
 
 
-def test_for_scope_serves_another_tenant_over_the_same_store(data_dir: Path, clock: Clock) -> None:
-    with open_memory(data_dir, clock) as base:
+def test_for_scope_serves_another_tenant_over_the_same_store(
+    where: Path | str, clock: Clock
+) -> None:
+    with open_memory(where, clock) as base:
         below = base.store.append(MemoryEntry("o2's appended row", org_id="o2", agent_id="b"))
         other = base.for_scope("o2", "b")
         try:
@@ -35,7 +43,7 @@ def test_for_scope_serves_another_tenant_over_the_same_store(data_dir: Path, clo
         finally:
             other.close()
         assert base.remember("still open").status == "created"  # the store outlived it
-    with open_memory(data_dir, clock, org_id="o2", agent_id="b") as again:
+    with open_memory(where, clock, org_id="o2", agent_id="b") as again:
         assert {m.content for m in again.memories()} == {"o2's appended row", "o2's own note"}
 
 

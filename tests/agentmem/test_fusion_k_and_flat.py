@@ -41,9 +41,9 @@ def _rrf_k(score: float, weight: float, rank: int) -> float:
 
 
 def test_auto_fuses_with_the_k_of_its_pool(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         mem.add_turns(
             "s1", [Turn("user", f"note {i} on the {w}") for i, w in enumerate(["tea"] * 3)]
         )
@@ -64,11 +64,11 @@ def test_auto_fuses_with_the_k_of_its_pool(
 
 
 def test_a_flat_keyword_list_is_left_out(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
     """Every memory matches "tea" once in three words: BM25 cannot tell them apart, and
     FTS5's tie break (rowid) would give the oldest a bonus. Dense scores differ."""
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         mem.add_turns(
             "s1",
             [Turn("user", t) for t in ("tea at dawn", "tea with lemon", "tea after football")],
@@ -89,13 +89,13 @@ def test_a_flat_keyword_list_is_left_out(
 
 
 def test_a_flat_semantic_list_is_left_out(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
     """Every memory has the same vector (given by the caller), so every cosine is equal:
     the semantic list is an accident of the index's order and drops out. BM25 differs
     (the shorter text scores higher) and decides."""
     same = np.ones(DEFAULT_DIM, dtype=np.float32) / np.sqrt(DEFAULT_DIM)
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         ids = [
             mem.add_turn("s1", "user", text, vector=same)
             for text in (
@@ -113,22 +113,22 @@ def test_a_flat_semantic_list_is_left_out(
 
 
 def test_when_every_list_is_flat_recall_still_answers(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
     """Nothing tells the candidates apart: they are all returned, not none."""
     same = np.ones(DEFAULT_DIM, dtype=np.float32) / np.sqrt(DEFAULT_DIM)
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         ids = {mem.add_turn("s1", "user", t, vector=same) for t in ("tea one", "tea two")}
         assert {h.id for h in mem.recall("tea", k=5, log=False)} == ids
         assert {h.id for h in mem.recall("tea", k=5, mode="hybrid", log=False)} == ids
 
 
 def test_a_lone_candidate_no_keyword_matches_is_still_returned(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
     """One candidate: its semantic list is flat (one score) and the keyword list empty;
     found by the scope property test, where auto then answered nothing."""
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         only = mem.add_turn("s1", "user", "river reminder")
         for mode in ("auto", "hybrid"):
             assert [h.id for h in mem.recall("apple", k=5, mode=mode, log=False)] == [only]

@@ -14,6 +14,12 @@ from agentzero_store.agentmem.parts import new_memory
 from .conftest import Clock, open_memory
 
 
+@pytest.fixture
+def mem(bmem: AgentMemory) -> AgentMemory:
+    """This module's tests on both backends (``where``)."""
+    return bmem
+
+
 def listed(mem: AgentMemory, **kw: Any) -> list[str]:
     return [m.content for m in mem.memories(**kw)]
 
@@ -90,11 +96,11 @@ def test_kind_is_the_stored_kind(mem: AgentMemory) -> None:
 
 
 def test_never_expired_forgotten_erased_superseded_or_another_scopes(
-    data_dir: Path, clock: Clock
+    where: Path | str, clock: Clock
 ) -> None:
-    with open_memory(data_dir, clock, agent_id="a2") as other:
+    with open_memory(where, clock, agent_id="a2") as other:
         other.remember("another agent's note")
-    with open_memory(data_dir, clock) as mem:
+    with open_memory(where, clock) as mem:
         mem.remember("the door code is 4711", ttl=timedelta(hours=1))
         old = mem.assert_fact("Ana", "lives_in", "Porto")
         new = mem.assert_fact("Ana", "lives_in", "Lisbon")
@@ -113,7 +119,7 @@ def test_never_expired_forgotten_erased_superseded_or_another_scopes(
         assert listed(mem) == ["Ana lives in Lisbon"]
         mem.undo(receipt.token)
         assert listed(mem) == ["forget me", "Ana lives in Lisbon"]
-    with open_memory(data_dir, clock, agent_id="a2") as other:
+    with open_memory(where, clock, agent_id="a2") as other:
         assert listed(other) == ["another agent's note"]
 
 

@@ -46,9 +46,9 @@ def test_intent_rules() -> None:
 
 
 def test_auto_recall_finds_the_reply_and_explains_itself(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         ids = mem.add_turns(
             "s1",
             [
@@ -70,9 +70,9 @@ def test_auto_recall_finds_the_reply_and_explains_itself(
 
 
 def test_auto_recall_never_spreads_into_forgotten_or_other_scopes(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         ids = mem.add_turns(
             "s1",
             [
@@ -83,27 +83,27 @@ def test_auto_recall_never_spreads_into_forgotten_or_other_scopes(
         mem.forget(id=ids[1])
         hits = mem.recall("where is the spare key hidden?", k=5)
         assert ids[1] not in [h.id for h in hits]
-    with open_memory(data_dir, clock, agent_id="other", embedder=local_embedder) as other:
+    with open_memory(where, clock, agent_id="other", embedder=local_embedder) as other:
         assert other.recall("where is the spare key hidden?", k=5) == []
 
 
 def test_auto_is_the_default_mode_with_an_embedder(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         mem.add_turn("s1", "user", "Ana: I love green tea")
         (hit,) = mem.recall("tea", k=1, explain=True)
         assert hit.explain is not None
     mem2: AgentMemory
-    with open_memory(data_dir, clock) as mem2:  # no embedder: keyword
+    with open_memory(where, clock) as mem2:  # no embedder: keyword
         (hit,) = mem2.recall("tea", k=1, explain=True)
         assert set(hit.ranks) == {"keyword"}
 
 
 def test_weights_override_one_call_and_zero_leaves_a_signal_out(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         ids = mem.add_turns(
             "s1",
             [

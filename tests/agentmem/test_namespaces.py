@@ -16,17 +16,17 @@ from .conftest import Clock, open_memory
 
 
 def test_a_namespace_is_used_only_while_granted_and_a_revoke_holds_on_open_handles(
-    data_dir: Path, clock: Clock
+    where: Path | str, clock: Clock
 ) -> None:
-    with open_memory(data_dir, clock, agent_id="owner") as owner:
+    with open_memory(where, clock, agent_id="owner") as owner:
         team = owner.namespace("team-chat")
         assert team.owner == "owner" and team.has_access("owner")
         assert not team.has_access("agent-b")
         with pytest.raises(AccessDeniedError):
-            open_memory(data_dir, clock, agent_id="agent-b", namespace="team-chat")
+            open_memory(where, clock, agent_id="agent-b", namespace="team-chat")
         team.grant("agent-b")
         assert team.has_access("agent-b") and team.members() == ["agent-b"]
-        b = open_memory(data_dir, clock, agent_id="agent-b", namespace="team-chat")
+        b = open_memory(where, clock, agent_id="agent-b", namespace="team-chat")
         b.add_turn("c1", "user", "the shared launch date is friday")
         owner.add_turn("c1", "user", "my private launch note")
         with owner.shared("team-chat") as mine:
@@ -46,13 +46,13 @@ def test_a_namespace_is_used_only_while_granted_and_a_revoke_holds_on_open_handl
             team.revoke("owner")
 
 
-def test_every_public_call_of_a_revoked_handle_is_denied(data_dir: Path, clock: Clock) -> None:
+def test_every_public_call_of_a_revoked_handle_is_denied(where: Path | str, clock: Clock) -> None:
     """The check wraps the class, so no method (today's or one added later) can skip it:
     each is called with no arguments, and the denial comes before any argument check."""
-    with open_memory(data_dir, clock, agent_id="owner") as owner:
+    with open_memory(where, clock, agent_id="owner") as owner:
         team = owner.namespace("ops")
         team.grant("b")
-        b = open_memory(data_dir, clock, agent_id="b", namespace="ops")
+        b = open_memory(where, clock, agent_id="b", namespace="ops")
         b.add_turn("c", "user", "hello")
         team.revoke("b")
         exempt = {"open", "close", "now", "now_us", "flush"}
@@ -68,10 +68,12 @@ def test_every_public_call_of_a_revoked_handle_is_denied(data_dir: Path, clock: 
         b.close()
 
 
-def test_only_the_owner_grants_and_names_cannot_forge_a_scope(data_dir: Path, clock: Clock) -> None:
-    with open_memory(data_dir, clock, agent_id="owner") as owner:
+def test_only_the_owner_grants_and_names_cannot_forge_a_scope(
+    where: Path | str, clock: Clock
+) -> None:
+    with open_memory(where, clock, agent_id="owner") as owner:
         owner.namespace("ns1").grant("b")
-    with open_memory(data_dir, clock, agent_id="b") as b:
+    with open_memory(where, clock, agent_id="b") as b:
         team = b.namespace("ns1")  # a member may get the handle
         assert team.has_access("b")
         with pytest.raises(AccessDeniedError):
@@ -79,14 +81,14 @@ def test_only_the_owner_grants_and_names_cannot_forge_a_scope(data_dir: Path, cl
         with pytest.raises(AccessDeniedError):
             team.revoke("b")
         assert [(n.name, n.role) for n in b.namespaces()] == [("ns1", "member")]
-    with open_memory(data_dir, clock, agent_id="c") as c, pytest.raises(AccessDeniedError):
+    with open_memory(where, clock, agent_id="c") as c, pytest.raises(AccessDeniedError):
         c.namespace("ns1")
     for bad in ("\x1ens\x1ens1", "a\x00b", "x\ny", ""):
         with pytest.raises(InvalidArgumentError):
-            open_memory(data_dir, clock, agent_id=bad)
+            open_memory(where, clock, agent_id=bad)
         with pytest.raises(InvalidArgumentError):
-            open_memory(data_dir, clock, agent_id="owner", namespace=bad)
-    with open_memory(data_dir, clock, org_id="other-org", agent_id="owner") as stranger:
+            open_memory(where, clock, agent_id="owner", namespace=bad)
+    with open_memory(where, clock, org_id="other-org", agent_id="owner") as stranger:
         # The same names in another org are another namespace, owned by whoever makes it.
         assert stranger.namespace("ns1").members() == []
 

@@ -19,7 +19,7 @@ from agentzero_store.agentmem.tokens import estimate_tokens
 from agentzero_store.base.errors import InvalidArgumentError, NotFoundError
 from tests.conftest import FAST, PASSPHRASE
 
-from .conftest import Clock, open_memory
+from .conftest import Clock, count_rows, open_memory
 
 SMALL = dataclasses.replace(FAST, hot_turns=3, warm_turns=2, pin_budget_chars=60)
 
@@ -30,8 +30,8 @@ def _fill(mem: object, n: int, conversation: str = "c1") -> list[str]:
     )
 
 
-def test_context_packs_in_priority_order_each_memory_once(data_dir: Path, clock: Clock) -> None:
-    with open_memory(data_dir, clock, config=SMALL) as mem:
+def test_context_packs_in_priority_order_each_memory_once(where: Path | str, clock: Clock) -> None:
+    with open_memory(where, clock, config=SMALL) as mem:
         ids = _fill(mem, 10)
         mem.pin(ids[9])  # also a hot turn: it must appear once, as pinned
         fact = mem.assert_fact("Ana", "lives_in", "Lisbon", core=True)
@@ -78,9 +78,9 @@ def test_context_never_exceeds_its_budget(
 
 
 def test_context_counts_with_the_embedders_tokenizer(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         mem.add_turn("c1", "user", "Antidisestablishmentarianism is a long word")
         pack = mem.context("c1", max_tokens=100)
         counter = Budget(local_embedder)
@@ -88,8 +88,8 @@ def test_context_counts_with_the_embedders_tokenizer(
         assert pack.tokens == counter.count([pack.text()])[0] <= 100
 
 
-def test_pins_have_a_character_budget(data_dir: Path, clock: Clock) -> None:
-    with open_memory(data_dir, clock, config=SMALL) as mem:
+def test_pins_have_a_character_budget(where: Path | str, clock: Clock) -> None:
+    with open_memory(where, clock, config=SMALL) as mem:
         a = mem.remember("x" * 40).id
         b = mem.remember("y" * 30).id
         mem.pin(a)
@@ -105,13 +105,13 @@ def test_pins_have_a_character_budget(data_dir: Path, clock: Clock) -> None:
         assert mem.pinned() == []  # a forgotten memory is never loaded
 
 
-def test_the_hot_tier_follows_other_writers_and_forgets(data_dir: Path, clock: Clock) -> None:
-    with open_memory(data_dir, clock, config=SMALL) as mem:
+def test_the_hot_tier_follows_other_writers_and_forgets(where: Path | str, clock: Clock) -> None:
+    with open_memory(where, clock, config=SMALL) as mem:
         ids = _fill(mem, 5)
         assert [m.id for m in mem.hot("c1")] == ids[2:]
         new = mem.add_turn("c1", "assistant", "a reply")
         assert [m.id for m in mem.hot("c1")] == [*ids[3:], new]  # appended in place
-        with open_memory(data_dir, clock, config=SMALL) as other:  # another writer
+        with open_memory(where, clock, config=SMALL) as other:  # another writer
             theirs = other.add_turn("c1", "user", "from elsewhere")
         assert [m.id for m in mem.hot("c1")] == [ids[4], new, theirs]
         mem.forget(id=theirs)
@@ -124,11 +124,11 @@ def test_the_hot_tier_follows_other_writers_and_forgets(data_dir: Path, clock: C
 
 
 def test_a_batch_updates_a_cached_hot_tier_as_a_fresh_read_would(
-    data_dir: Path, clock: Clock
+    where: Path | str, clock: Clock
 ) -> None:
     """The ring keeps only the batch's last turns (only those are built) and the latest
     tool result among all of them, even one the ring no longer holds."""
-    with open_memory(data_dir, clock, config=SMALL) as mem:
+    with open_memory(where, clock, config=SMALL) as mem:
         _fill(mem, 2)
         mem.hot("c1")  # cached
         clock.advance(seconds=1)
@@ -138,7 +138,7 @@ def test_a_batch_updates_a_cached_hot_tier_as_a_fresh_read_would(
         assert [m.id for m in mem.hot("c1")] == ids[-3:]
         cached = (mem.hot("c1"), mem.latest_tool_result("c1"))
         assert cached[1] is not None and cached[1].id == ids[1]
-        with open_memory(data_dir, clock, config=SMALL) as fresh:
+        with open_memory(where, clock, config=SMALL) as fresh:
             assert (fresh.hot("c1"), fresh.latest_tool_result("c1")) == cached
         mem.add_turns("c1", [Turn("user", "said earlier", created_at=clock.now.replace(year=2020))])
         assert "said earlier" not in [m.content for m in mem.hot("c1")]  # re-read in order
@@ -152,9 +152,9 @@ class FirstWords:
 
 
 def test_warm_summaries_are_extractive_or_plugged_and_never_outlive_their_sources(
-    data_dir: Path, clock: Clock
+    where: Path | str, clock: Clock
 ) -> None:
-    with open_memory(data_dir, clock, config=SMALL) as mem:
+    with open_memory(where, clock, config=SMALL) as mem:
         ids = _fill(mem, 9)  # 6 older turns, 3 hot
         text, sources = mem.summarize("c1")
         assert text is None and len(sources) == 2 and set(sources) <= set(ids[:6])
@@ -172,15 +172,14 @@ def test_warm_summaries_are_extractive_or_plugged_and_never_outlive_their_source
         _, sources = mem.summarize("c1", FirstWords())
         assert ids[0] in sources
         mem.erase(id=ids[0])  # erase deletes every summary made from it
-        rows = mem.store.database.query("SELECT count(*) FROM am_summary")
-        assert rows[0][0] == 0
+        assert count_rows(mem, "am_summary") == 0
 
 
 def test_core_facts_promote_by_access_and_demote_when_idle_or_replaced(
-    data_dir: Path, clock: Clock
+    where: Path | str, clock: Clock
 ) -> None:
     cfg = dataclasses.replace(FAST, core_promote_accesses=3, core_idle_days=10)
-    with open_memory(data_dir, clock, config=cfg) as mem:
+    with open_memory(where, clock, config=cfg) as mem:
         tea = mem.assert_fact("Bo", "drinks", "green tea").id
         assert mem.core_facts() == []
         for _ in range(3):
@@ -198,8 +197,10 @@ def test_core_facts_promote_by_access_and_demote_when_idle_or_replaced(
             mem.mark_core(mem.add_turn("c", "user", "an episode"))
 
 
-def test_sessions_inherit_core_facts_but_never_belief_history(data_dir: Path, clock: Clock) -> None:
-    with open_memory(data_dir, clock) as mem:
+def test_sessions_inherit_core_facts_but_never_belief_history(
+    where: Path | str, clock: Clock
+) -> None:
+    with open_memory(where, clock) as mem:
         with mem.start_session("monaco-2026") as monaco:
             monaco.assert_fact("car", "tyres", "soft", core=True)
             monaco.assert_fact("car", "tyres", "medium", core=True)  # supersedes soft

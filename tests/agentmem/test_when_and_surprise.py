@@ -66,9 +66,9 @@ def test_surprise_prefers_the_relevant_outlier() -> None:
 
 
 def test_auto_recall_finds_the_turn_of_the_month_the_question_names(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         ids = {}
         for month in (3, 5, 8):
             at = datetime(2023, month, 10, 12, tzinfo=UTC)
