@@ -653,3 +653,11 @@ def test_pg_small_tenant_gets_k_semantic_results_through_the_hnsw_index(pg_url: 
         ]
         found = {h.entry.content for h in hits}
         assert len(found & {c for _, c in exact}) >= 8  # approximate, but close
+
+
+def test_pg_semantic_recall_of_more_than_250_asks_within_pgvectors_bounds(pg_url: str) -> None:
+    """A k whose 4k exceeds pgvector's hnsw.ef_search limit (1,000) still answers, with
+    every row of the scope (the iterative scan goes past ef_search)."""
+    with PgMemoryStore.open(pg_url, passphrase=PASSPHRASE, config=FAST) as s:
+        s.append_many([MemoryEntry(f"row {i}") for i in range(300)], [vec(i) for i in range(300)])
+        assert len(s.semantic_recall(vec(1), 300)) == 300

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 Clock = Callable[[], datetime]
 T = TypeVar("T")
 WRITE_ATTEMPTS = 5  # a write transaction PostgreSQL aborted to break a deadlock is re-run
+EF_SEARCH_MAX = 1_000  # pgvector's upper bound of hnsw.ef_search
 
 
 def _utcnow() -> datetime:
@@ -94,7 +95,9 @@ def _translated(where: str) -> Iterator[None]:
     except psycopg.Error as exc:
         raise StoreIOError(
             f"PostgreSQL at {where} refused an operation: {type(exc).__name__}: "
-            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
+            hint="the transaction was rolled back: nothing of this call was written; "
+            "check the server's log and the role's privileges",
         ) from exc
 
 
@@ -513,7 +516,9 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         return None if dim is None else write.vector_text(query_vector, dim)
 
     def _ef_search(self, k: int) -> int:
-        return max(4 * k, self.config.hnsw_ef_search_min, 40)
+        # PostgreSQL refuses hnsw.ef_search above 1,000; the iterative scan goes on past
+        # it until k rows pass the filter, so a larger k still gets k rows.
+        return min(max(4 * k, self.config.hnsw_ef_search_min, 40), EF_SEARCH_MAX)
 
     def semantic_recall(
         self,

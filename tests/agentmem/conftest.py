@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+import uuid
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -93,3 +95,24 @@ def footprint(mem: AgentMemory) -> object:
         )
     ]
     return {t: sorted(map(repr, mem.store.query(f"SELECT * FROM {t}"))) for t in tables}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh_where(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Path | str]:
+    """A maker of new, empty places for an agent memory on each backend: a data dir, or
+    a new database on the session's PostgreSQL server (one per call: a property test
+    starts each example from nothing)."""
+    made = itertools.count()
+    if request.param == "sqlite":
+        return lambda: tmp_path / f"data{next(made)}"
+    import psycopg
+
+    server = request.getfixturevalue("postgres")
+
+    def database() -> str:
+        name = f"prop{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(server.url, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return str(server.database_url(name))
+
+    return database

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -220,24 +220,26 @@ def _check(mems: list[AgentMemory], m: Model) -> None:
 )
 @given(ops=st.lists(op, min_size=6, max_size=20))
 def test_no_signal_brings_in_what_the_caller_may_not_see(
-    embedder: LocalEmbedder, tmp_root: Path, ops: list[tuple[str, int, str, int]]
+    embedder: LocalEmbedder,
+    fresh_where: Callable[[], Path | str],
+    ops: list[tuple[str, int, str, int]],
 ) -> None:
     clock = Clock()
     model = Model(clock)
     counter = itertools.count()
-    with tempfile.TemporaryDirectory(dir=tmp_root) as d:
-        data_dir = Path(d) / "data"
-        mems = [
-            open_memory(data_dir, clock, org_id=o, agent_id=a, embedder=embedder) for o, a in SCOPES
-        ]
-        try:
-            for step, (kind, s, word, x) in enumerate(ops):
-                _apply(mems, model, next(counter), kind, s, word, x)
-                if step % 4 == 3 or step == len(ops) - 1:
-                    _check(mems, model)
-        finally:
-            for mem in mems:
-                mem.close()
+    # each example in a new place (a data dir, or a database), on both backends
+    data_dir = fresh_where()
+    mems = [
+        open_memory(data_dir, clock, org_id=o, agent_id=a, embedder=embedder) for o, a in SCOPES
+    ]
+    try:
+        for step, (kind, s, word, x) in enumerate(ops):
+            _apply(mems, model, next(counter), kind, s, word, x)
+            if step % 4 == 3 or step == len(ops) - 1:
+                _check(mems, model)
+    finally:
+        for mem in mems:
+            mem.close()
 
 
 def test_forget_after_a_delete_below_the_layer(tmp_root: Path) -> None:
