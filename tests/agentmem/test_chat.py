@@ -26,6 +26,12 @@ from .conftest import Clock, open_memory
 from .test_erase_proof import halves, plaintext_left
 
 
+@pytest.fixture
+def mem(bmem: AgentMemory) -> AgentMemory:
+    """This module's tests on both backends (``where``)."""
+    return bmem
+
+
 def say(h: ChatMemory, clock: Clock, role: str, text: str) -> ChatMessage:
     """A message one second after the previous one (as a real clock would space them)."""
     clock.advance(seconds=1)
@@ -174,16 +180,16 @@ def test_archived_messages_stay_in_the_history_with_their_text(
 
 
 # ---------------------------------------------------------------------- scope
-def test_other_agents_and_orgs_never_see_a_message(data_dir: Path, clock: Clock) -> None:
-    with open_memory(data_dir, clock) as mem:
+def test_other_agents_and_orgs_never_see_a_message(where: Path | str, clock: Clock) -> None:
+    with open_memory(where, clock) as mem:
         say(ChatHistory(mem, "c1"), clock, "user", "the vault opens at noon")
     for org, agent in (("acme", "a2"), ("other", "a1")):
-        with open_memory(data_dir, clock, org_id=org, agent_id=agent) as mem:
+        with open_memory(where, clock, org_id=org, agent_id=agent) as mem:
             h = ChatHistory(mem, "c1")
             assert h.history() == [] and h.recent(5) == [] and h.search("vault") == []
             say(h, clock, "user", "my own vault")
             assert h.clear().count == 1
-    with open_memory(data_dir, clock) as mem:
+    with open_memory(where, clock) as mem:
         h = ChatHistory(mem, "c1")
         assert texts(h) == ["the vault opens at noon"]
         assert [m.content for m in h.search("vault")] == ["the vault opens at noon"]
@@ -202,9 +208,9 @@ def test_search_stays_in_its_conversation(mem: AgentMemory, clock: Clock) -> Non
 
 
 def test_search_is_hybrid_with_an_embedder(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         h = ChatHistory(mem, "c1")
         say(h, clock, "user", "My daughter starts school in September.")
         dog = say(h, clock, "user", "The dog needs a walk twice a day.")
@@ -264,14 +270,14 @@ def test_prune_oldest_first_takes_the_prompt_too(mem: AgentMemory, clock: Clock)
 
 
 def test_tokens_are_counted_with_the_embedders_tokenizer(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
     words = ["antidisestablishmentarianism", "supercalifragilistic", "hello"]
     wordpiece = local_embedder.count_tokens(words)
     assert wordpiece[2] == 1 and wordpiece[0] > 2  # the estimate says 2 for any one word
     assert count_tokens(words) == [2, 2, 2]
     assert count_tokens(words, local_embedder) == wordpiece
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         h = ChatHistory(mem, "c1")
         for w in words:
             say(h, clock, "user", w)

@@ -26,6 +26,12 @@ from .conftest import Clock, open_memory
 from .test_chat import say, texts
 
 
+@pytest.fixture
+def mem(bmem: AgentMemory) -> AgentMemory:
+    """This module's tests on both backends (``where``)."""
+    return bmem
+
+
 def test_capacity_keeps_the_system_prompt_and_the_newest(mem: AgentMemory, clock: Clock) -> None:
     h = CapacityLimitedChat(ChatHistory(mem, "c1"), 3)
     assert isinstance(h, ChatMemory) and h.init("a1") is h
@@ -191,9 +197,9 @@ def test_sentences_split_on_ends_and_lines() -> None:
 
 
 def test_the_extractive_summarizer_is_deterministic_and_picks_the_gist(
-    data_dir: Path, clock: Clock, local_embedder: LocalEmbedder
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
 ) -> None:
-    with open_memory(data_dir, clock, embedder=local_embedder) as mem:
+    with open_memory(where, clock, embedder=local_embedder) as mem:
         h = ChatHistory(mem, "c1")
         for text in [
             "The sourdough starter needs feeding every day.",
