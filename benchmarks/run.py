@@ -12,7 +12,9 @@ blinded, scifact, ledger (what the acknowledgement ledger adds to single writes)
 cold CLI semantic query with the ONNX embedder vs sentence-transformers; bulk embedding
 throughput of both; also ``benchmarks/_coldstart.py`` alone), pg (the memory store on
 PostgreSQL + pgvector beside the SQLCipher store: ingest, scoped semantic and hybrid
-recall, 4 writer processes; skipped, saying why, when no server can start).
+recall, 4 writer processes; skipped, saying why, when no server can start), pgagent
+(AgentMemory on PostgreSQL beside a data dir: add_turns, recall, consolidate, 4 agents
+writing at once; skipped like pg).
 Prints a markdown table (figure, ours, anchor, ratio, goal, pass) and writes JSON
 (default ``bench-out/results.json``). Speed figures are ratios against an anchor measured
 in the same run, ours and anchor interleaved, median over trials: absolute numbers on a
@@ -43,7 +45,7 @@ sys.path[:0] = [str(HERE), str(REPO)]
 from _harness import Figure, Skipped, table  # noqa: E402
 
 GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger",
-          "locomo", "agentmem", "tiers", "coldstart", "pg")
+          "locomo", "agentmem", "tiers", "coldstart", "pg", "pgagent")
 NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
 
@@ -163,6 +165,14 @@ def main(argv: list[str] | None = None) -> int:
                                          progress=progress)
             figures += got_pg
             skipped += skipped_pg
+        if "pgagent" in args.groups:
+            import _pg_agentmem
+
+            progress("pgagent: the agent memory on PostgreSQL beside a data dir")
+            got_pa, skipped_pa = _pg_agentmem.run(Path(tmp), quick=args.quick, n=args.n,
+                                                  progress=progress)
+            figures += got_pa
+            skipped += skipped_pa
         if "scifact" in args.groups:
             import _rag
 
