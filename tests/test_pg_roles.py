@@ -64,3 +64,71 @@ def test_an_application_role_needs_only_data_privileges(postgres: PgServer, pg_u
             passphrase=PASSPHRASE,
             config=FAST,
         )
+
+
+AGENT_GRANTS = (
+    # The README's list for the agent memory, beside GRANTS: each az_am_* table named
+    # (never all tables: that would include az_keys), the layer's columns of az_memory,
+    # az_meta for the adoption marks, and the two identity sequences.
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON {tables} TO {app}",
+    "GRANT UPDATE ON az_memory, az_terms TO {app}",
+    "GRANT SELECT ON az_am_memory TO {app}",  # the view of the layer's memory rows
+    "GRANT INSERT, UPDATE ON az_meta TO {app}",
+    "GRANT USAGE ON SEQUENCE az_am_history_seq_seq, az_am_tombstone_seq_seq TO {app}",
+)
+
+
+def test_the_agent_memory_runs_as_the_application_role(postgres: PgServer, pg_url: str) -> None:
+    """The owner opens the agent memory once (its migration alters az_memory); then the
+    application role, with the README's grants and no more, runs a whole session."""
+    from agentzero_store import AgentMemory, Turn
+
+    db = pg_url.rsplit("/", 1)[1]
+    owner, app = f"{db}_owner", f"{db}_app"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {owner} LOGIN")
+        admin.execute(f"CREATE ROLE {app} LOGIN")
+        admin.execute("CREATE EXTENSION vector")
+        admin.execute(f"GRANT CREATE ON SCHEMA public TO {owner}")
+    url = f"postgresql://{{}}@127.0.0.1:{postgres.port}/{db}"
+    vectors = rand_vectors(8, 16, seed=5)
+    with AgentMemory.open(url.format(owner), passphrase=PASSPHRASE, config=FAST) as m:
+        m.add_turn("c0", "user", "the owner's first turn", vector=vectors[0])
+    with psycopg.connect(url.format(owner), autocommit=True) as c:
+        tables = [
+            str(r[0])
+            for r in c.execute(
+                "SELECT tablename FROM pg_tables WHERE tablename LIKE 'az\\_am\\_%' ORDER BY 1"
+            )
+        ]
+        for g in (*GRANTS, *AGENT_GRANTS):
+            c.execute(g.format(app=app, tables=", ".join(tables)))
+    with AgentMemory.open(
+        url.format(app), passphrase=PASSPHRASE, config=FAST, org_id="o", agent_id="a"
+    ) as m:
+        ids = m.add_turns(
+            "c1",
+            [Turn("user", f"turn {i} about the boiler", speaker="Ana") for i in range(4)],
+            vectors=list(vectors[1:5]),
+        )
+        m.assert_fact("Ana", "lives_in", "Porto", vector=vectors[5])
+        m.assert_fact("Ana", "lives_in", "Lisbon", vector=vectors[6])
+        m.record_outcome("bleed the radiator", success=True, vector=vectors[7])
+        assert [f.object for f in m.facts("Ana")] == ["Lisbon"]
+        assert m.recall("boiler", mode="keyword")
+        m.archive(ids[0])
+        assert m.restore(ids[0])
+        token = m.forget(id=ids[1]).token
+        assert m.undo(token) == 1
+        m.erase(id=ids[2])
+        m.feedback(ids[3])
+        m.consolidate()
+        m.namespace("team")  # created, owned by this agent
+        with m.shared("team") as shared:
+            shared.remember("a shared note")
+        assert len(m.memories()) >= 4
+    with (
+        psycopg.connect(url.format(app), autocommit=True) as c,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        c.execute("UPDATE az_keys SET header = header")  # still read-only to it
