@@ -329,9 +329,11 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
             yield PgWriteTx(c, self._codec, self._terms, vector_index=not self._defer_index)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """The rows of one read statement (``%s`` parameters), in its own transaction."""
-        with self._tx() as c:
-            rows: list[Any] = c.execute(sql, params).fetchall()
+        """The rows of one read statement (``%s`` parameters), its own transaction (one
+        statement on the autocommit connection: one round trip, not three)."""
+        conn = self._live()
+        with _translated(self.url):
+            rows: list[Any] = conn.execute(sql, params).fetchall()
         return rows
 
     def nearest(
@@ -344,7 +346,8 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         if q is None:
             return []
         k = positive(k)
-        with self._tx() as c:
+        # Pipelined: BEGIN, the two SET LOCALs and the query go out in one round trip.
+        with self._tx() as c, c.pipeline():
             return recall.semantic_scored(
                 c, q, k, scope, now_us, self._ef_search(k), exact=exact or self._exact
             )
