@@ -263,6 +263,17 @@ class RotationInProgressError(AgentZeroStoreError):
     default_hint = "run `agentzero key rotate` to finish it; no data was lost"
 
 
+class KeyRotatedError(AgentZeroStoreError):
+    """The store's master key was rotated after this handle unlocked it (PostgreSQL: many
+    clients share one database). Its keys are stale: it would seal rows nobody can open
+    and could not open the re-sealed ones, so it writes nothing and reads nothing more.
+    Nothing of the call was written."""
+
+    code = "key_rotated"
+    exit_code = 3
+    default_hint = "reopen the store: its master key was rotated"
+
+
 class AccessDeniedError(AgentZeroStoreError):
     """The agent may not use this shared namespace (never granted, or revoked), or may not
     manage it (only its owner grants and revokes)."""

@@ -14,11 +14,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..base.errors import TamperedRecordError
-from ..memory.records import MemoryEntry
+from ..memory.records import MemoryEntry, text_fingerprint
 from ..memory.rows import row_to_entry
 from ..storage.crypto import InvalidTag, Sealer
 from ..storage.keys import StoreKeys
@@ -30,12 +30,17 @@ COLUMNS = "label, id, org_id, agent_id, conversation_id, created_at_us, expires_
 
 
 class RowCodec:
-    """Seals and opens memory rows, and fingerprints their text, with one store's keys."""
+    """Seals and opens memory rows, and fingerprints their text, with one store's keys.
 
-    def __init__(self, keys: StoreKeys) -> None:
+    ``on_fail``: called when a row does not open, before ``TamperedRecordError`` is
+    raised; it raises instead if the keys were rotated meanwhile (``KeyRotatedError``,
+    see ``keyguard``)."""
+
+    def __init__(self, keys: StoreKeys, *, on_fail: Callable[[], None] | None = None) -> None:
         self._store_id = keys.store_id
         self._sealer = Sealer(keys.subkey("pg-memory-rows"))
         self._fp_key = keys.subkey("pg-fingerprint")
+        self._on_fail = on_fail
 
     def __repr__(self) -> str:
         return "RowCodec(<keys hidden>)"
@@ -71,6 +76,8 @@ class RowCodec:
         try:
             p = json.loads(self._sealer.open(bytes(blob), aad))
         except (InvalidTag, ValueError) as exc:
+            if self._on_fail is not None:
+                self._on_fail()
             raise TamperedRecordError(
                 f"memory row {label} failed authentication (changed, moved to another scope "
                 "or store, or sealed under another key)",
@@ -100,7 +107,14 @@ class RowCodec:
         """A keyed hash (HMAC-SHA256, 16 bytes) of the entry's normalised text
         (``MemoryEntry.fingerprint``): equal texts match, but without the key the
         server cannot test a guess."""
-        return hmac.new(self._fp_key, e.fingerprint().encode(), hashlib.sha256).digest()[:16]
+        return self._keyed(e.fingerprint())
+
+    def fingerprint_text(self, text: str) -> bytes:
+        """``fingerprint`` of an entry whose content is ``text``."""
+        return self._keyed(text_fingerprint(text))
+
+    def _keyed(self, fingerprint: str) -> bytes:
+        return hmac.new(self._fp_key, fingerprint.encode(), hashlib.sha256).digest()[:16]
 
 
 __all__ = ["COLUMNS", "ROW_FORMAT", "RowCodec"]

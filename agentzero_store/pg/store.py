@@ -10,6 +10,11 @@ Many clients may write at once: there is no file lock; transactions and constrai
 the invariants (see ``write``). What the SQLite store offers beyond the public API (its
 HNSW sidecar, change feed, shared write transactions) raises
 ``UnsupportedByBackendError`` here, never a silent no-op.
+
+A handle keeps the keys it unlocked; a key rotation by another client makes them stale.
+Every write transaction shares the key lock and checks the key version first, and a
+read that a rotation may have overtaken raises ``KeyRotatedError`` rather than a
+tampered-record error or an empty result (``keyguard``).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from ..sidecar.bm25_terms import BlindTerms
 from ..storage.credentials import resolve_credential
 from ..storage.key_header import parse_header
 from ..storage.keys import StoreKeys, new_header, unlock_header
-from . import export, recall, schema, write
+from . import export, keyguard, recall, schema, write
 from .rows import COLUMNS, RowCodec
 from .sqlite_only import SqliteOnlyParts
 from .tx import PgWriteTx
@@ -126,6 +131,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         embedder: Embedder | None,
         config: StoreConfig,
         clock: Clock,
+        key_version: int = 0,
     ) -> None:
         self._conn = conn
         self._keys = keys
@@ -134,7 +140,11 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         self.config = config
         self._clock = clock
         self._closed = False
-        self._codec = RowCodec(keys)
+        self._key_version = key_version  # the version of the master key ``keys`` holds
+        self._guarded = False  # in a write transaction that checked the key version
+        self._rotation_heard = False  # a rotation's notification came in (``keyguard``)
+        conn.add_notify_handler(self._heard)
+        self._codec = RowCodec(keys, on_fail=self.check_key_version)
         self._terms = BlindTerms(keys.subkey("pg-bm25-terms"))
         self._dim: int | None = None
         self._exact = False  # hnsw=False: exact semantic recall, never the HNSW index
@@ -183,11 +193,24 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
             conn = psycopg.connect(url, autocommit=True)
         try:
             with _translated(where):
-                keys = cls._unlock_or_create(conn, cred, where, create, config, key_header)
+                # Listening before the key header is read: a rotation that commits after
+                # the read is always heard. (A hot standby refuses LISTEN; nothing is
+                # written there, and values that do not open are still checked.)
+                with contextlib.suppress(psycopg.errors.ReadOnlySqlTransaction):
+                    keyguard.listen(conn)
+                keys, version = cls._unlock_or_create(conn, cred, where, create, config, key_header)
         except BaseException:
             conn.close()
             raise
-        store = cls(conn, keys, url, embedder=embedder, config=config, clock=clock or _utcnow)
+        store = cls(
+            conn,
+            keys,
+            url,
+            embedder=embedder,
+            config=config,
+            clock=clock or _utcnow,
+            key_version=version,
+        )
         store._exact = hnsw is False
         return store
 
@@ -208,7 +231,8 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         create: bool,
         config: StoreConfig,
         key_header: Mapping[str, Any] | None,
-    ) -> StoreKeys:
+    ) -> tuple[StoreKeys, int]:
+        """The keys ``cred`` unlocks and their key version (``keyguard``)."""
         if not schema.exists(conn):
             if not create:
                 raise StoreNotFoundError(
@@ -226,9 +250,11 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
                         header = dict(key_header)
                         keys = _unlock(header, cred, where)
                     schema.create(conn, json.dumps(header, sort_keys=True), keys.store_id)
-                    return keys
-        # Read only until the credential fits: a wrong one changes no row.
-        keys = _unlock(parse_header(schema.read_header(conn), "az_keys"), cred, where)
+                    return keys, 0
+        # Read only until the credential fits: a wrong one changes no row. The header and
+        # its key version come from one snapshot (a rotation in between cannot split them).
+        raw, version = keyguard.read_header(conn)
+        keys = _unlock(parse_header(raw, "az_keys"), cred, where)
         schema.check(conn, keys.store_id)
         if key_header is not None and key_header.get("store_id") != keys.store_id:
             raise StoreExistsError(
@@ -236,7 +262,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
                 hint="migrate into an empty database, or into the one this store was "
                 "migrated to before",
             )
-        return keys
+        return keys, version
 
     # ----------------------------------------------------------------- lifecycle
     def close(self) -> None:
@@ -251,11 +277,61 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         return self._conn
 
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection[Any]]:
-        """One transaction, with PostgreSQL's errors translated."""
+    def _tx(
+        self, *, write: bool = False, snapshot: bool = False
+    ) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction, with PostgreSQL's errors translated (nested: a savepoint).
+
+        ``write``: the key lock is shared and the key version checked first, so nothing
+        is written under a rotated key (``KeyRotatedError``, rolled back). A read checks
+        at its end whether a rotation was heard meanwhile. ``snapshot``: one read-only
+        REPEATABLE READ snapshot for every statement (outermost only)."""
         conn = self._live()
-        with _translated(self.url), conn.transaction():
-            yield conn
+        from psycopg.pq import TransactionStatus
+
+        outer = conn.info.transaction_status == TransactionStatus.IDLE
+        guard = write and not self._guarded
+        with _translated(self.url):
+            try:
+                with conn.transaction():
+                    if snapshot:
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    if guard:
+                        keyguard.enter_write(conn, self._key_version)
+                        self._guarded = True
+                    yield conn
+            finally:
+                if guard:  # the lock goes with the transaction (or the savepoint's rollback)
+                    self._guarded = False
+            if outer and not write:
+                self._check_heard()
+
+    def _heard(self, notify: Any) -> None:
+        """psycopg calls this with each notification the connection receives."""
+        if notify.channel == keyguard.CHANNEL:
+            self._rotation_heard = True
+
+    def _check_heard(self) -> None:
+        """After a read: if a rotation was announced, confirm it with the key version
+        (``KeyRotatedError``); a notification that changed nothing is forgotten."""
+        if self._rotation_heard:
+            keyguard.check(self._live(), self._key_version)
+            self._rotation_heard = False
+
+    def check_key_version(self) -> None:
+        """``KeyRotatedError`` if the store's master key was rotated since this handle
+        unlocked it. The codecs call it when a sealed value fails to open: under a
+        rotated key that is not tampering. (Inside a write transaction the version was
+        checked under the key lock already: a value that does not open is damaged.)"""
+        if self._guarded:
+            return
+        with _translated(self.url):
+            keyguard.check(self._live(), self._key_version)
+
+    @property
+    def key_version(self) -> int:
+        """The version of the master key this handle unlocked (bumped by each rotation)."""
+        return self._key_version
 
     @property
     def store_id(self) -> str:
@@ -325,8 +401,15 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
     def transaction(self) -> Iterator[PgWriteTx]:
         """One write transaction shared with a layer's own tables (committed when the
         block ends, rolled back if it raises)."""
-        with self._tx() as c:
+        with self._tx(write=True) as c:
             yield PgWriteTx(c, self._codec, self._terms, vector_index=not self._defer_index)
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[PgWriteTx]:
+        """One read-only transaction whose statements all read one snapshot (REPEATABLE
+        READ), for a read made of several statements that must agree. Not nested."""
+        with self._tx(snapshot=True) as c:
+            yield PgWriteTx(c, self._codec, self._terms)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of one read statement (``%s`` parameters), its own transaction (one
@@ -334,6 +417,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         conn = self._live()
         with _translated(self.url):
             rows: list[Any] = conn.execute(sql, params).fetchall()
+            self._check_heard()
         return rows
 
     def nearest(
@@ -449,7 +533,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
 
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
-                with self._tx() as c:
+                with self._tx(write=True) as c:
                     return body(c)
             except StoreIOError as exc:
                 aborted = errors.DeadlockDetected | errors.SerializationFailure

@@ -198,7 +198,7 @@ class PgArchive:
     def __init__(self, store: PgMemoryStore, org_id: str, agent_id: str) -> None:
         self._store = store
         self._scope = (org_id, agent_id)
-        self._codec = LayerCodec(store.keys, org_id, agent_id)
+        self._codec = LayerCodec(store.keys, org_id, agent_id, on_fail=store.check_key_version)
 
     def __repr__(self) -> str:
         return f"PgArchive({self._store!r})"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ...base.errors import TamperedRecordError
@@ -27,9 +28,21 @@ SEAL_FORMAT = "az-pg-am/1"
 
 
 class LayerCodec:
-    """Seals, opens, blinds and digests for one scope (org, agent) of one store."""
+    """Seals, opens, blinds and digests for one scope (org, agent) of one store.
 
-    def __init__(self, keys: StoreKeys, org_id: str, agent_id: str) -> None:
+    ``on_fail``: called when a value does not open, before ``TamperedRecordError``; it
+    raises ``KeyRotatedError`` instead if the store's key was rotated meanwhile
+    (``PgMemoryStore.check_key_version``)."""
+
+    def __init__(
+        self,
+        keys: StoreKeys,
+        org_id: str,
+        agent_id: str,
+        *,
+        on_fail: Callable[[], None] | None = None,
+    ) -> None:
+        self._on_fail = on_fail
         self._store_id = keys.store_id
         self._scope = (org_id, agent_id)
         self._sealer = Sealer(keys.subkey("pg-agent-memory"))
@@ -55,6 +68,8 @@ class LayerCodec:
         try:
             return json.loads(self._sealer.open(bytes(blob), self._aad(table, row_id)))
         except (InvalidTag, ValueError) as exc:
+            if self._on_fail is not None:
+                self._on_fail()
             raise TamperedRecordError(
                 f"{table} row {row_id!r} failed authentication (changed, moved to another "
                 "row or scope, or sealed under another key)",

@@ -54,7 +54,7 @@ class PgRepositoryCore:
         self.org_id = org_id
         self.agent_id = agent_id
         self._scope = (org_id, agent_id)
-        self.codec = LayerCodec(store.keys, org_id, agent_id)
+        self.codec = LayerCodec(store.keys, org_id, agent_id, on_fail=store.check_key_version)
         self._rows = store.row_codec
 
     # ------------------------------------------------------------------ schema

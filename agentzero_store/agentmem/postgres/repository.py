@@ -578,8 +578,7 @@ class PgRepositoryRows(PgRepositoryCore):
             return out
         after: tuple[int, int] | None = None
         chunk = _SCAN_FIRST
-        with self.transaction() as tx:
-            tx.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        with self._store.snapshot() as tx:  # a read: no key lock, no write transaction
             while True:
                 cond = "" if after is None else " AND (m.created_at_us, m.label) < (%s, %s)"
                 more: tuple[int, ...] = () if after is None else after
