@@ -31,6 +31,9 @@ Other slots (a recovery key, a second passphrase) wrap the old master and cannot
 rewrapped without their secrets: they are dropped and reported; export a new recovery
 key afterwards. Stop other agentzero processes first: an open connection keeps the old
 key (the writer lock keeps out writers that take it, not readers).
+
+A PostgreSQL URL is rotated in one transaction instead (``ops.pg_rotate``): no journal,
+and clients may stay connected (they get ``KeyRotatedError`` and reopen).
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from __future__ import annotations
 import base64
 import secrets
 import shutil
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,6 +58,7 @@ from ..storage.key_header import read_header, write_header
 from ..storage.keys import StoreKeys, new_slot, unlock, unlock_slot
 from ..storage.lock import writer_lock
 from ..storage.sqlcipher import Database
+from .backends import is_postgres_url
 from .keyops import slot_kdf
 
 ROTATION_FORMAT = "agentzero-rotation/1"
@@ -61,7 +66,12 @@ ROTATION_FORMAT = "agentzero-rotation/1"
 
 @dataclass(frozen=True)
 class RotateResult:
-    """What a rotation did (``resumed``: it finished one a crash had interrupted)."""
+    """What a rotation did (``resumed``: it finished one a crash had interrupted).
+
+    ``data_dir`` is the data dir, or the PostgreSQL URL (without its password).
+    PostgreSQL only (a data dir re-keys whole files): ``resealed``, rows re-keyed per
+    table; ``recomputed``, what did not derive from its row as written and was computed
+    again from it (ids; empty when the store was consistent)."""
 
     data_dir: str
     store_id: str
@@ -71,6 +81,8 @@ class RotateResult:
     sidecars_dropped: int
     slots_dropped: list[str]
     archive_rekeyed: bool = False
+    resealed: dict[str, int] = field(default_factory=dict)
+    recomputed: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -86,9 +98,33 @@ def _journal_aad(store_id: str, rotation_id: str) -> bytes:
 
 
 def rotate_keys(
-    root: Path | str, cred: Credential, *, timeout: float | None = None, io: FileIO = DEFAULT_IO
+    root: Path | str,
+    cred: Credential,
+    *,
+    timeout: float | None = None,
+    io: FileIO = DEFAULT_IO,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RotateResult:
-    """Rotate the master key of the data dir ``root``, or finish an interrupted rotation."""
+    """Rotate the master key of the data dir ``root``, or finish an interrupted rotation.
+
+    ``root`` may be a PostgreSQL URL: every row is re-keyed in one transaction
+    (``ops.pg_rotate``), with ``progress(rows done, rows in all)``."""
+    if isinstance(root, str) and is_postgres_url(root):
+        from .pg_rotate import rotate_postgres
+
+        r = rotate_postgres(root, cred, progress=progress)
+        return RotateResult(
+            r.where,
+            r.store_id,
+            False,
+            True,
+            False,
+            0,
+            r.slots_dropped,
+            archive_rekeyed=r.archive,
+            resealed=r.resealed,
+            recomputed=r.notes,
+        )
     result = _rotate(Layout(Path(root).expanduser()), cred, timeout, io, start=True)
     assert result is not None  # start=True always rotates
     return result
