@@ -1,9 +1,10 @@
 """The CLI on a PostgreSQL URL, through the real `agentzero` console script against a
 real server (tests/pg_server.py): the memory store's commands work (the agent memory's:
 tests/test_cli_agent_memory.py runs them on both backends); commands that need a data
-dir (documents, skills, key rotation, verify, ...) exit with a
-typed error and a hint, never a traceback. The key operations that only rewrap a slot of
-the key header (change-passphrase, export-recovery) work on the database's az_keys."""
+dir (documents, skills, verify, ...) exit with a
+typed error and a hint, never a traceback. The key operations work on the database:
+those that only rewrap a slot of the key header (change-passphrase, export-recovery) on
+az_keys, and key rotate on every row."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 
 from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 
-from .conftest import AGENTZERO, PASSPHRASE, child_env, js, run_agentzero
+from .conftest import AGENTZERO, PASSPHRASE, child_env, js, run_agentzero, run_cli
 
 
 def run(
@@ -102,7 +103,6 @@ DATA_DIR_ONLY = [
     ("store", "rebuild"),
     ("store", "backup", "{tmp}/b"),
     ("store", "reembed", "--embedder", "none"),
-    ("key", "rotate"),
     ("ui",),
 ]
 
@@ -264,3 +264,28 @@ def test_a_key_change_waits_for_a_concurrent_one_and_keeps_its_slot(pg_url: str)
     final = parse_header(az_keys(pg_url).encode(), "az_keys")
     assert [s["id"] for s in final["slots"]] == ["primary", "extra", "recovery"]
     assert len(contents(pg_url, passphrase="a third client's passphrase")) == 2
+
+
+def test_key_rotate_on_postgresql(pg_url: str, tmp_path: Path) -> None:
+    before = init_with_two_memories(pg_url)
+    run(pg_url, "key", "export-recovery")  # a slot the rotation cannot rewrap
+    header = az_keys(pg_url)
+    wrong = run(pg_url, "key", "rotate", check=False, passphrase="not it")
+    assert wrong.returncode == 3 and "Traceback" not in wrong.stderr
+    assert "no row in the database was changed" in wrong.stderr and az_keys(pg_url) == header
+    got = js(run(pg_url, "key", "rotate", "--json", via="env"))
+    assert got["data_dir"].startswith("postgresql://") and got["memory_rekeyed"] is True
+    assert got["slots_dropped"] == ["recovery"] and got["resumed"] is False
+    assert got["resealed"]["az_memory"] == 2 and got["resealed"]["az_terms"] > 8
+    assert got["recomputed"] == {}
+    assert az_keys(pg_url) != header and contents(pg_url) == before
+    # The same shape as on a data dir.
+    data_dir = tmp_path / "data"
+    run_cli(data_dir, "init")
+    assert set(js(run_cli(data_dir, "key", "rotate", "--json"))) == set(got)
+    human = run(pg_url, "key", "rotate", via="data-dir")
+    assert "rotated the master key of postgresql://" in human.stdout
+    assert "2 rows re-keyed in one transaction" in human.stdout and human.stderr == ""
+    assert contents(pg_url) == before
+    hits = js(run(pg_url, "memory", "search", "plants", "--mode", "keyword", "--json"))
+    assert [h["content"] for h in hits] == ["water the plants on friday"]

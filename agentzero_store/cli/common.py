@@ -61,14 +61,14 @@ class GlobalState:
 STATE = GlobalState()
 
 # What works on a PostgreSQL URL: the memory store's own commands (``cli.memory``),
-# ``init``, ``store status``, ``store migrate`` and the key operations that only rewrap
-# a slot of the key header. Everything else needs a data dir.
+# ``init``, ``store status``, ``store migrate`` and the key operations (a slot of the
+# key header rewrapped, or the master key rotated). Everything else needs a data dir.
 ON_POSTGRES = (
     "init, the memory store's commands (memory append, import, recent, search, get, "
     "delete, gc), the agent memory's (memory remember, fact, facts, recall, list, "
     "feedback, archive, restore, forget, undo, erase, consolidate, pin, unpin, context, "
     "grant; namespace grant, revoke, list), mcp (its memory tools), store status, "
-    "store migrate, key change-passphrase and key export-recovery"
+    "store migrate, key change-passphrase, key export-recovery and key rotate"
 )
 
 
@@ -77,14 +77,14 @@ def data_dir() -> Path:
 
     With a database URL (``--database-url``, env ``AGENTZERO_DATABASE_URL`` or
     ``--data-dir postgresql://...``) there is no data dir: a command that needs one
-    (documents, skills, key rotation, verify, backup, the UI) raises
+    (documents, skills, verify, backup, the UI) raises
     ``UnsupportedByBackendError`` instead of quietly using another store.
     """
     if STATE.database_url is not None:
         raise UnsupportedByBackendError(
-            f"`{_command_path()}` needs a data dir: documents, skills, key rotation and "
-            "the data dir's operations are not on PostgreSQL (yet); the memory store, "
-            "the agent memory and the key header are",
+            f"`{_command_path()}` needs a data dir: documents, skills and the data "
+            "dir's operations are not on PostgreSQL (yet); the memory store, the agent "
+            "memory and the key operations are",
             hint=f"on PostgreSQL: {ON_POSTGRES}; for this command give --data-dir DIR "
             "without --database-url (and unset AGENTZERO_DATABASE_URL)",
         )

@@ -8,9 +8,11 @@ the result to ``emit``; errors map to exit codes in ``common.cli_command``.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -23,7 +25,6 @@ from ..base.errors import (
     CredentialRequiredError,
     InvalidArgumentError,
     InvalidKeyError,
-    UnsupportedByBackendError,
 )
 from ..ops import backup_store, change_passphrase, export_recovery, restore_store, rotate_keys
 from ..ops.accept_loss import accept_loss
@@ -33,6 +34,7 @@ from ..storage.datadir import store_credential
 from ..storage.keys import unlock_slot
 from .common import (
     STATE,
+    Advance,
     JsonOpt,
     cli_command,
     data_dir,
@@ -40,6 +42,7 @@ from .common import (
     err,
     memory_target,
     out,
+    progress,
     show_table,
 )
 
@@ -89,31 +92,35 @@ def change_passphrase_cmd(json_out: JsonOpt = False) -> None:
 @key_app.command("rotate")
 @cli_command
 def rotate_cmd(json_out: JsonOpt = False) -> None:
-    """New master key: re-key memory.db and its archive, re-seal the log, drop checkpoints.
-
-    Resumes an interrupted rotation. Stop other agentzero processes first.
+    """New master key for every byte: a data dir's memory.db, its archive and the log
+    (resumes an interrupted rotation; stop other agentzero processes first), or every
+    row of a PostgreSQL store in one transaction (connected clients must reopen).
     """
-    if STATE.database_url is not None:
-        raise UnsupportedByBackendError(
-            "`agentzero key rotate` needs a data dir: on PostgreSQL it would re-encrypt "
-            "every row of az_memory and re-blind az_terms under a new master key, which "
-            "is not implemented yet",
-            hint="on PostgreSQL, `agentzero key change-passphrase` and `agentzero key "
-            "export-recovery` replace a credential (the master key stays); to rotate the "
-            "master key of a data dir store, give --data-dir DIR without --database-url "
-            "(and unset AGENTZERO_DATABASE_URL)",
-        )
-    cred = _cred()
-    # rotate_keys takes the writer lock before it unlocks: check the credential first,
-    # so a wrong one creates and touches no file.
-    unlock_slot(Layout(data_dir()), cred, allow_rotation=True)
-    r = rotate_keys(data_dir(), cred)
+    target, cred = _target_cred()
+    if isinstance(target, str):  # a PostgreSQL URL: the credential is checked first there
+        with contextlib.ExitStack() as stack:
+            r = rotate_keys(target, cred, progress=_bar(stack))
+    else:
+        # rotate_keys takes the writer lock before it unlocks: check the credential
+        # first, so a wrong one creates and touches no file.
+        unlock_slot(Layout(target), cred, allow_rotation=True)
+        r = rotate_keys(target, cred)
 
     def human() -> None:
-        out.print(
-            ("finished the interrupted rotation" if r.resumed else "rotated the master key")
-            + f" of {r.data_dir}; indexes are rebuilt on the next open"
-        )
+        if isinstance(target, str):
+            rows = sum(n for t, n in r.resealed.items() if t != "az_terms")
+            out.print(
+                f"rotated the master key of {r.data_dir}: {rows} rows re-keyed in one "
+                "transaction; clients opened before must reopen the store"
+            )
+            for what, ids in r.recomputed.items():
+                n = ids if isinstance(ids, int) else len(ids)
+                out.print(f"  {what.replace('_', ' ')}: {n}")
+        else:
+            out.print(
+                ("finished the interrupted rotation" if r.resumed else "rotated the master key")
+                + f" of {r.data_dir}; indexes are rebuilt on the next open"
+            )
         if r.slots_dropped:
             out.print(
                 f"credentials no longer valid: {', '.join(r.slots_dropped)} "
@@ -121,6 +128,21 @@ def rotate_cmd(json_out: JsonOpt = False) -> None:
             )
 
     emit(r, human)
+
+
+def _bar(stack: contextlib.ExitStack) -> Callable[[int, int], None]:
+    """A (done, total) progress callback drawing a bar from its first call on (once the
+    credential was checked and the rows are locked), closed with ``stack``."""
+    bar: list[Advance] = []
+    seen = [0]
+
+    def cb(done: int, total: int) -> None:
+        if not bar:
+            bar.append(stack.enter_context(progress("re-keying rows", total)))
+        bar[0](done - seen[0])
+        seen[0] = done
+
+    return cb
 
 
 @key_app.command("export-recovery")
