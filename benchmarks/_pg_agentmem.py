@@ -26,10 +26,10 @@ from typing import Any
 from _agentmem import (
     AGENT,
     BATCH,
-    K,
     ORG,
     START,
     FixedClock,
+    K,
     PrecomputedQueryVectors,
     _config,
     _turns,
