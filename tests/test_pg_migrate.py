@@ -1,6 +1,7 @@
 """``migrate_store`` and ``agentzero store migrate``: a data dir to PostgreSQL and back,
 against a real server (tests/pg_server.py): same keys, every memory, idempotent,
-resumable after kill -9, and checked (a copy that differs is an error naming what)."""
+resumable after kill -9, and checked (a copy that differs is an error naming what). The
+agent memory's move: ``test_pg_migrate_agent.py``."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from agentzero_store import (
     PgMemoryStore,
     SqliteMemoryStore,
     StoreExistsError,
-    UnsupportedByBackendError,
     WrongKeyError,
 )
 from agentzero_store.ops.migrate import migrate_store
@@ -213,7 +213,9 @@ def test_cli_migrate_killed_mid_way_finishes_on_the_next_run(tmp_path: Path, pg_
     n = 3_000
     with _sqlite(src) as s:
         _fill(s, n)
-    env = {**child_env(), "AGENTZERO_PASSPHRASE": PASSPHRASE}
+    # This checkout's package, whichever one the console script was installed from.
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**child_env(), "AGENTZERO_PASSPHRASE": PASSPHRASE, "PYTHONPATH": root}
     args = [AGENTZERO, "--data-dir", str(src), "store", "migrate", "--to", pg_url]
     p = subprocess.Popen(
         [*args, "--batch", CHILD_BATCH, "--json"],
@@ -262,51 +264,3 @@ def test_cli_migrate_killed_mid_way_finishes_on_the_next_run(tmp_path: Path, pg_
     assert "answered the same on both sides" in home.stdout
     with _sqlite(back, create=False) as b:
         assert b.count() == n
-
-
-def test_a_data_dir_whose_agent_memory_holds_more_is_refused_and_nothing_written(
-    tmp_path: Path, pg_url: str
-) -> None:
-    """Only the memory store moves: a fact, a speaker or an archived text would stay
-    behind (an archived row holds a pointer, not its text), so the move is refused
-    before the target is touched; a store of plain turns moves."""
-    from agentzero_store import AgentMemory
-
-    def opened(d: Path) -> AgentMemory:
-        return AgentMemory.open(d, passphrase=PASSPHRASE, config=FAST, org_id="o", agent_id="a")
-
-    src, plain = tmp_path / "src", tmp_path / "plain"
-    with opened(plain) as m:
-        m.add_turn("c1", "user", "only turns here")
-    with opened(src) as m:
-        m.add_turn("c1", "user", "a turn, beside what only the agent memory keeps")
-        m.assert_fact("Ana", "lives_in", "Lisbon")
-        m.archive(m.remember("Ana likes tea").id)
-    with pytest.raises(UnsupportedByBackendError) as err:
-        _migrate(src, pg_url)
-    assert "1 facts" in err.value.message and "archived memories" in err.value.message
-    with psycopg.connect(pg_url) as c:  # nothing was created in the database
-        assert c.execute("SELECT to_regclass('az_keys') IS NULL").fetchone() == (True,)
-    r = _migrate(plain, pg_url)
-    assert r.memories == 1  # type: ignore[attr-defined]
-
-
-def test_a_database_whose_agent_memory_holds_more_is_refused_and_nothing_written(
-    tmp_path: Path, pg_url: str
-) -> None:
-    """The same guard from PostgreSQL to a data dir: the agent memory runs there too now,
-    and its facts and archived texts would stay behind."""
-    from agentzero_store import AgentMemory
-
-    with AgentMemory.open(
-        pg_url, passphrase=PASSPHRASE, config=FAST, org_id="o", agent_id="a"
-    ) as m:
-        m.add_turn("c1", "user", "a turn, beside what only the agent memory keeps")
-        m.assert_fact("Ana", "lives_in", "Lisbon")
-        m.archive(m.remember("Ana likes tea").id)
-    target = tmp_path / "back"
-    with pytest.raises(UnsupportedByBackendError) as err:
-        _migrate(pg_url, target)
-    assert "database's agent memory" in err.value.message
-    assert "1 facts" in err.value.message and "archived memories" in err.value.message
-    assert not target.exists() or not any(target.iterdir())

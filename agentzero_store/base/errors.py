@@ -295,6 +295,20 @@ class MigrationMismatchError(AgentZeroStoreError):
     )
 
 
+class PendingForgetsError(AgentZeroStoreError):
+    """A store whose agent memory holds soft-forgotten memories (its undo area) cannot
+    be moved to another backend: each forget keeps the rows an undo puts back in the
+    shape of its own backend, which the other could not undo. Nothing was written."""
+
+    code = "pending_forgets"
+    exit_code = 2
+    default_hint = (
+        "undo those forgets (agentzero memory undo TOKEN), or wait until their undo "
+        "window has passed and run agentzero memory consolidate (it purges them); then "
+        "migrate again"
+    )
+
+
 class UnsupportedByBackendError(AgentZeroStoreError):
     """This storage backend does not offer the operation (yet). Raised instead of doing
     something else silently (an empty result, a no-op)."""

@@ -1,30 +1,44 @@
 """Moving a memory store between backends: a data dir to a PostgreSQL database and back.
 
 ``migrate_store(source, target)`` copies every live memory of every scope, with its id,
-times, metadata and vector, then checks the copy (``migrate_check``). Either side is a
-data dir or a PostgreSQL URL.
+times, metadata and vector, then the agent memory above them (``migrate_layer``), then
+checks the copy (``migrate_check``, ``migrate_check_layer``). Either side is a data dir
+or a PostgreSQL URL.
 
 - **Same keys.** The target keeps the source's key header (store id, wrapped master key,
   every credential slot): a PostgreSQL target stores it in ``az_keys``
   (``PgMemoryStore.open(key_header=...)``), a data dir target as its keys.json
-  (``create_keys(header=...)``). The same passphrase or key opens both, and nothing is
-  re-encrypted on the way: each backend seals rows with its own subkeys of that master
-  key. After the move the two are independent copies: a passphrase changed on one is
-  not changed on the other.
+  (``create_keys(header=...)``). The same passphrase or key opens both. Each backend
+  seals with its own subkeys of that master key, so what one sealed is opened and sealed
+  again for the other on the way (PostgreSQL seals every text of the agent memory per
+  table, row and scope, and blinds its lookup keys per scope). After the move the two
+  are independent copies: a passphrase changed on one is not changed on the other.
+- **The agent memory moves too.** Each memory row's layer state (type, speaker,
+  confidence, decay and access state, entities, access log, archive and promotion), the
+  facts with their history, procedures, edges, the belief history (its sequence numbers
+  kept), tombstones, pins, core marks, warm summaries, sessions, namespaces and grants,
+  and archived texts (into ``memory.archive.db`` or ``az_am_archive``, their keywords
+  searchable as before). It goes through a backend-neutral plain form
+  (``agentmem.transfer``), read out by the source's side and written by the target's as
+  its own writes would; rows are matched by memory id (labels differ between stores).
+- **Refused before anything is written**: a store with forgets in its undo area
+  (``PendingForgetsError``: a forget's payload is shaped for its own backend's undo;
+  undo them, or let their window pass and consolidate), a data dir holding skills
+  (PostgreSQL has no skills), and a target holding another store (another store id).
 - **Idempotent and resumable.** Rows go in pages, one transaction each, with their ids:
   a page written before a crash (kill -9, a lost connection) is sent again on the next
   run and each store recognises an identical re-send of a stored memory and writes
-  nothing. So a re-run finishes the copy, and nothing is doubled or lost. A target that
-  holds another store (another store id) is refused before anything is written.
+  nothing; every write of the agent memory is an upsert, an insert that skips a row
+  already there, or a set to the same values. So a re-run finishes the copy, and
+  nothing is doubled or lost.
 - **Checked.** After the copy, the counts of every (org, agent) scope, every memory
   (its fields and vector) and the answers to a sample of semantic and keyword queries
-  must agree; otherwise ``MigrationMismatchError`` names what differs.
+  must agree, and so must the agent memory: every memory's layer state, every scope's
+  rows, and reads through ``AgentMemory`` on both sides (``get``, keyword ``recall``,
+  ``facts``); otherwise ``MigrationMismatchError`` names what differs.
 
-Only live memories move: deleted ones are gone and expired ones are not copied. A
-store whose agent memory holds anything beyond its memory rows (``agent_memory_contents``
-of either backend: notes, facts, speakers, archived texts, history, ...) is refused
-before anything is written: the agent memory's own tables are not copied between
-backends, and they would stay behind.
+Only live memories move: deleted ones are gone and expired ones are not copied, nor are
+the agent memory's rows pointing at them (facts, edges, pins, ...).
 """
 
 from __future__ import annotations
@@ -32,15 +46,13 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..agentmem.postgres.repository import agent_memory_contents as pg_agent_memory_contents
-from ..agentmem.repository import agent_memory_contents
 from ..base.config import Layout, StoreConfig
-from ..base.errors import InvalidArgumentError, StoreExistsError, UnsupportedByBackendError
-from ..memory.records import MemoryEntry
+from ..base.errors import InvalidArgumentError, StoreExistsError
+from ..memory.records import MemoryEntry, to_us
 from ..memory.store import SqliteMemoryStore
 from ..pg.store import PgMemoryStore, redact
 from ..storage.credentials import Credential, resolve_credential
@@ -48,8 +60,9 @@ from ..storage.datadir import store_credential
 from ..storage.key_header import read_header, read_store_id, store_exists
 from ..storage.keys import create_keys
 from ..storage.lock import acquire_writer
-from . import migrate_check
+from . import migrate_check, migrate_layer
 from .backends import is_postgres_url
+from .migrate_check_layer import check_layer
 
 Store = SqliteMemoryStore | PgMemoryStore
 Advance = Callable[[int], None]
@@ -69,6 +82,9 @@ class MigrateReport:
     scopes: list[dict[str, Any]]  # every (org, agent) with its count
     checked: dict[str, int]  # memories compared, semantic and keyword queries compared
     seconds: float
+    # What moved of the agent memory, by kind (memories with layer state, facts,
+    # history, archived texts, ...); empty for a store the agent memory never opened.
+    agent_memory: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``--json``)."""
@@ -89,10 +105,12 @@ def migrate_store(
     total: Callable[[int], None] | None = None,
     advance: Advance | None = None,
 ) -> MigrateReport:
-    """Copy the memory store at ``source`` to ``target`` and check the copy.
+    """Copy the memory store at ``source`` to ``target``, with its agent memory, and
+    check the copy.
 
     ``source`` and ``target`` are data dirs or PostgreSQL URLs. ``total(n)`` is called
-    once with the number of memories to copy, ``advance(n)`` after each page.
+    once with the number of memories to copy (the agent memory's counted twice: its
+    rows, then its state), ``advance(n)`` after each page.
     """
     if str(source) == str(target):
         raise InvalidArgumentError("the source and the target of a migration are the same")
@@ -107,18 +125,38 @@ def migrate_store(
         # target gets one from `agentzero store rebuild`, or the agent memory's first
         # open, as a new store does), and the check compares exact answers.
         src = _hold(stack, source, _open(source, create=False, **opened))
-        _refuse_agent_memory(src)
+        now_us = to_us(src._clock())  # what is live: the same instant for every read
+        src_layer = migrate_layer.layer_of(src) if _has_layer(src) else None
+        if src_layer is not None:
+            stack.callback(src_layer.close)
+            src_layer.prepare()  # an older layer schema upgraded, as any open of it does
+            migrate_layer.refuse(src_layer)  # before the target is touched
         dst = _hold(stack, target, _open_target(target, _header(src), cred, opened))
+        dst_layer = migrate_layer.layer_of(dst)
+        stack.callback(dst_layer.close)  # before the store closes (callbacks run last first)
         n = src.count()
+        layer_n = 0 if src_layer is None else sum(src_layer.layer_counts(now_us).values())
         if total is not None:
-            total(n)
+            total(n + layer_n)
         before = dst.count()
+        moved: dict[str, int] = {}
         # Into PostgreSQL: the HNSW index is built once after the copy (if the target
         # has none yet), not updated row by row.
         with dst.bulk_load() if isinstance(dst, PgMemoryStore) else contextlib.nullcontext():
+            if src_layer is not None:
+                dst_layer.prepare()
             _copy(src, dst, page, advance)
+            if src_layer is not None:
+                moved = migrate_layer.copy_layer(
+                    src_layer, dst_layer, now_us=now_us, page=page, advance=advance
+                )
         written = dst.count() - before
         checked = migrate_check.check(src, dst, sample=sample)
+        if src_layer is not None:
+            # Live as of now: a memory that expired while it was being moved is on
+            # neither side now, as the memory rows' check sees it.
+            at = to_us(src._clock())
+            checked |= check_layer(src, dst, src_layer, dst_layer, now_us=at, sample=sample)
         scopes = [{"org_id": o, "agent_id": a, "count": c} for o, a, c in src.scopes()]
     return MigrateReport(
         source=_where(source),
@@ -129,29 +167,17 @@ def migrate_store(
         scopes=scopes,
         checked=checked,
         seconds=round(time.monotonic() - started, 3),
+        agent_memory=moved,
     )
 
 
-def _refuse_agent_memory(src: Store) -> None:
-    """A store whose agent memory holds more than its memory rows is not moved, from
-    either backend: only the memory store's rows move (copying the agent memory's own
-    tables between backends is not built), so its notes, facts, speakers, archived
-    texts, history and the rest would stay behind, and an archived memory's row holds a
-    pointer to its archive, not its text. Checked before anything is written to the
-    target."""
-    if isinstance(src, SqliteMemoryStore):
-        held, where = agent_memory_contents(src), "data dir"
-    else:
-        held, where = pg_agent_memory_contents(src), "database"
-    if held:
-        what = ", ".join(f"{n:,} {name}" for name, n in held.items())
-        raise UnsupportedByBackendError(
-            f"this {where}'s agent memory holds {what}: store migrate moves the memory"
-            " store alone and would leave them behind",
-            hint="keep this store where it is (the agent memory runs on both backends);"
-            " a store written only as turns and notes of the memory store (agentzero"
-            " memory append, the MCP memory_append tool) moves as it is",
-        )
+def _has_layer(store: Store) -> bool:
+    """Whether the agent memory ever opened ``store`` (then it moves too)."""
+    side = migrate_layer.layer_of(store)
+    try:
+        return side.present()
+    finally:
+        side.close()
 
 
 def _hold(stack: contextlib.ExitStack, where: Path | str, store: Store) -> Store:

@@ -56,11 +56,12 @@ def check(src: Store, dst: Store, *, sample: int = SAMPLE) -> dict[str, int]:
     theirs, _ = _digests(dst, sketch, 0)
     _check_memories(mine, theirs)
     semantic = keyword = 0
+    common: set[tuple[str, str, str]] = set()
     for entry, vector in samples:
         if vector is not None:
             _check_semantic(src, dst, entry, vector)
             semantic += 1
-        keyword += _check_keyword(src, dst, entry)
+        keyword += _check_keyword(src, dst, entry, common)
     return {"memories": len(mine), "semantic_queries": semantic, "keyword_queries": keyword}
 
 
@@ -191,17 +192,32 @@ def same_ranking(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool
     return {i for i, s in a if s > cut} == {i for i, s in b if s > cut}
 
 
-def _check_keyword(src: Store, dst: Store, e: MemoryEntry) -> int:
-    """Compare one rare word of ``e`` (1), or none if it has no rare word (0)."""
-    scope = {"org_id": e.org_id, "agent_id": e.agent_id}
-    words = {
-        w for w in TOKEN.findall(e.content) if w.isascii() and w.isalpha() and 4 <= len(w) <= 20
-    }
+def query_words(text: str) -> Iterator[tuple[str, re.Pattern[str]]]:
+    """The words of ``text`` worth a keyword query (ASCII letters, 4 to 20 of them),
+    longest first, each with a pattern that finds it as a whole word in a text."""
+    words = {w for w in TOKEN.findall(text) if w.isascii() and w.isalpha() and 4 <= len(w) <= 20}
     for word in sorted(words, key=lambda w: (-len(w), w)):
-        exact = re.compile(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", re.IGNORECASE)
+        yield word, re.compile(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", re.IGNORECASE)
+
+
+def _check_keyword(
+    src: Store, dst: Store, e: MemoryEntry, common: set[tuple[str, str, str]]
+) -> int:
+    """Compare one rare word of ``e`` (1), or none if it has no rare word (0). An
+    archived memory's row holds a pointer, not its text, while the keyword index keeps
+    the text's words: it is not asked here (``migrate_check_layer`` asks for it through
+    ``AgentMemory``, whose recall reads the text back). ``common``: (org, agent, word)
+    found too common already (not asked again: each ask scores the whole scope)."""
+    if e.kind == "archived":
+        return 0
+    scope = {"org_id": e.org_id, "agent_id": e.agent_id}
+    for word, exact in query_words(e.content):
+        if (e.org_id, e.agent_id, word.casefold()) in common:
+            continue
         a = src.keyword_recall(word, KEYWORD_K, **scope)
         b = dst.keyword_recall(word, KEYWORD_K, **scope)
         if len(a) >= KEYWORD_K or len(b) >= KEYWORD_K:
+            common.add((e.org_id, e.agent_id, word.casefold()))
             continue  # too common to see every hit: try a rarer word
         found_a = {h.id for h in a if exact.search(h.entry.content)}
         found_b = {h.id for h in b if exact.search(h.entry.content)}
@@ -215,4 +231,4 @@ def _check_keyword(src: Store, dst: Store, e: MemoryEntry) -> int:
     return 0
 
 
-__all__ = ["K", "KEYWORD_K", "SAMPLE", "check", "same_ranking"]
+__all__ = ["K", "KEYWORD_K", "SAMPLE", "check", "query_words", "same_ranking"]
