@@ -108,6 +108,18 @@ def scan_for(root: Path, needles: list[bytes]) -> list[tuple[str, bytes]]:
     return hits
 
 
+def scan_paths(paths: list[Path], needles: list[bytes]) -> list[tuple[str, bytes]]:
+    """``scan_for`` over each of ``paths``: a directory's files, or a file itself."""
+    hits: list[tuple[str, bytes]] = []
+    for p in paths:
+        if p.is_dir():
+            hits += scan_for(p, needles)
+        elif p.is_file():
+            data = p.read_bytes()
+            hits += [(str(p), n) for n in needles if n in data]
+    return hits
+
+
 def text_needles(text: str) -> list[bytes]:
     """A text as UTF-8 and UTF-16-LE bytes."""
     return [text.encode("utf-8"), text.encode("utf-16-le")]

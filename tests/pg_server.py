@@ -41,6 +41,21 @@ class PgServer:
         """URL of database ``name`` on this server."""
         return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
 
+    def files_of(self, url: str) -> list[Path]:
+        """Every file that can hold the data of the database at ``url``, after a
+        CHECKPOINT: its own directory under ``base/``, the shared catalogs, the WAL, the
+        commit logs and the server's log (not the other databases' directories: a
+        plaintext scan then costs the same however many tests ran before)."""
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as c:
+            c.execute("CHECKPOINT")
+            (oid,) = c.execute(
+                "SELECT oid FROM pg_database WHERE datname = current_database()"
+            ).fetchone()  # type: ignore[misc]
+        shared = [p for p in self.data_dir.iterdir() if p.name != "base"]
+        return [self.data_dir / "base" / str(oid), *shared, self.data_dir.parent / "log"]
+
 
 def bin_dir() -> Path | None:
     """The wheel's ``bin`` directory (``initdb``, ``pg_ctl``), or None if not installed."""

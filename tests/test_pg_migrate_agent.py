@@ -43,7 +43,7 @@ from tests.conftest import (
     FAST,
     PASSPHRASE,
     child_env,
-    scan_for,
+    scan_paths,
     text_needles,
 )
 from tests.pg_server import PgServer
@@ -199,16 +199,12 @@ def test_a_move_into_postgresql_seals_every_text(
     with open_memory(pg_url, clock) as mem:  # it is all there, readable
         found = mem.recall(canary, mode="keyword", include_archived=True, log=False)
         assert len(found) >= 3
-    with psycopg.connect(postgres.url, autocommit=True) as conn:
-        conn.execute("CHECKPOINT")
-    server = postgres.data_dir.parent
-    assert scan_for(server, text_needles(canary)) == []
+    assert scan_paths(postgres.files_of(pg_url), text_needles(canary)) == []
     control = f"controlcanary{uuid.uuid4().hex[:10]}"  # the scan finds what is in the clear
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("CREATE TABLE plain_control (t text)")
         conn.execute("INSERT INTO plain_control VALUES (%s)", (control,))
-        conn.execute("CHECKPOINT")
-    assert scan_for(server, text_needles(control))
+    assert scan_paths(postgres.files_of(pg_url), text_needles(control))
 
 
 @pytest.mark.parametrize("to_pg", [True, False])

@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from agentzero_store import AgentMemory, Turn, WrongKeyError
-from tests.conftest import FAST, PASSPHRASE, child_env, scan_for, text_needles
+from tests.conftest import FAST, PASSPHRASE, child_env, scan_paths, text_needles
 from tests.pg_server import PgServer
 
 from .conftest import Clock, open_memory
@@ -95,17 +95,14 @@ def test_no_plaintext_in_the_server_after_a_realistic_session(
             assert mem.recall(word, mode="keyword"), word
         assert mem.recall(c[9], mode="keyword", include_archived=True)[0].id == note.id
         assert f1.id
-    server = postgres.data_dir.parent
-    with psycopg.connect(postgres.url, autocommit=True) as conn:
-        conn.execute("CHECKPOINT")
+    # The database's own files, the shared catalogs, the WAL and the server's log.
     needles = [n for w in c for n in text_needles(w)]
-    assert scan_for(server, needles) == []
+    assert scan_paths(postgres.files_of(pg_url), needles) == []
     control = f"controlcanary{uuid.uuid4().hex[:10]}"
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("CREATE TABLE plain_control (t text)")
         conn.execute("INSERT INTO plain_control VALUES (%s)", (control,))
-        conn.execute("CHECKPOINT")
-    assert scan_for(server, text_needles(control))
+    assert scan_paths(postgres.files_of(pg_url), text_needles(control))
 
 
 CHILD = """
