@@ -6,10 +6,18 @@ Semantic recall filters the scope inside the index scan: with
 ``k`` rows pass the filter, so a tenant holding 2% of the rows still gets ``k`` results.
 Relaxed order may return them slightly out of order: they are re-sorted here.
 
-Keyword recall scores BM25 (k1 = 1.2, b = 0.75) in one SQL statement over the scope's
-live rows: document frequencies, the row count and the average length all come from the
-rows the caller may see, so another tenant's rows never change a score. The terms are
-keyed hashes (``sidecar.bm25_terms.BlindTerms``): the server ranks without a word.
+Keyword recall scores BM25 (k1 = 1.2, b = 0.75) in one SQL statement, without scanning
+the scope (schema 2, ``bm25``): the row count and total length are summed from the
+scope's delta rows in ``az_bm25_scope`` (kept by triggers on every write), and the query
+terms' postings are read from ``az_terms_scope``, an index range holding only the
+scope's postings; their count per term is the document frequency. Each posting's row
+gives its length and expiry (by primary key). All of it is read in one statement, so
+from one snapshot: the statistics are exactly those of the rows it sees. They count the
+scope's expired rows until ``gc_expired`` deletes them; expired rows are never scored.
+Nothing is read outside the scope (the postings' scope is their row's, a foreign key
+holds it), so another tenant's rows never change a score. A scope with a conversation id
+counts its rows instead (one range of ``az_memory_scope``). The terms are keyed hashes
+(``sidecar.bm25_terms.BlindTerms``): the server ranks without a word.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from typing import Any
 from ..base.ranking import rrf_fuse
 from ..memory.records import MemoryEntry, MemoryHit, Scope
 from ..memory.rows import SCOPE_FIELDS
+from . import bm25
 from .rows import COLUMNS, RowCodec
 
 K1, B = 1.2, 0.75
@@ -63,27 +72,37 @@ def semantic_scored(
 def keyword_scored(
     c: Any, terms: Sequence[str], k: int, scope: Scope, now_us: int
 ) -> list[tuple[int, float]]:
-    """The ``k`` best (label, BM25 score) in scope, best first (no terms: none)."""
+    """The ``k`` best (label, BM25 score) in scope, unexpired at ``now_us``, best first
+    (no terms: none)."""
     wanted = sorted(set(terms))
     if not wanted:
         return []
-    where, params = scope_where(scope, now_us)
+    stats, stats_params = bm25.scope_stats(scope)
+    # The posting's own scope columns, so its index range is the scope's alone; the row's
+    # too (the foreign key makes them equal: a second check costs nothing).
+    given = [name for name in ("org_id", "agent_id") if getattr(scope, name) is not None]
+    post = [f"t.{name} = %s" for name in given]
+    post_params = [getattr(scope, name) for name in given]
+    row_where, row_params = scope_where(scope, None, alias="m.")
     rows = c.execute(
         f"""
-        WITH live AS (SELECT label, doc_len FROM az_memory WHERE {where}),
-        stats AS (SELECT count(*)::float8 AS n, greatest(avg(doc_len), 1)::float8 AS avgdl
-                  FROM live),
-        hits AS (SELECT t.label, t.term, t.tf, l.doc_len FROM az_terms t
-                 JOIN live l ON l.label = t.label WHERE t.term = ANY(%s::text[])),
-        df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term)
-        SELECT h.label, sum(
+        WITH totals AS ({stats}),
+        s AS (SELECT n::float8 AS n,
+                     greatest(total_len::float8 / nullif(n, 0)::float8, 1) AS avgdl
+              FROM totals),
+        post AS (SELECT t.label, t.term, t.tf, m.doc_len, m.expires_at_us
+                 FROM az_terms t JOIN az_memory m ON m.label = t.label
+                 WHERE t.term = ANY(%s::text[]) AND {" AND ".join([*post, row_where])}),
+        df AS (SELECT term, count(*)::float8 AS df FROM post GROUP BY term)
+        SELECT p.label, sum(
             ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
-            * h.tf * ({K1} + 1) / (h.tf + {K1} * (1 - {B} + {B} * h.doc_len / s.avgdl))
+            * p.tf * ({K1} + 1) / (p.tf + {K1} * (1 - {B} + {B} * p.doc_len / s.avgdl))
         ) AS score
-        FROM hits h JOIN df ON df.term = h.term CROSS JOIN stats s
-        GROUP BY h.label ORDER BY score DESC, h.label LIMIT %s
+        FROM post p JOIN df ON df.term = p.term CROSS JOIN s
+        WHERE p.expires_at_us IS NULL OR p.expires_at_us > %s
+        GROUP BY p.label ORDER BY score DESC, p.label LIMIT %s
         """,
-        (*params, wanted, k),
+        (*stats_params, wanted, *post_params, *row_params, now_us, k),
     ).fetchall()
     return [(int(lab), float(score)) for lab, score in rows]
 
