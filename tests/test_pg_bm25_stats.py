@@ -291,6 +291,13 @@ def test_scope_moved_by_sql_and_truncate_keep_the_statistics(
         )
         assert bm25.check(c) == []
         assert c.execute("SELECT count(*) FROM az_terms WHERE org_id = 'B'").fetchone()[0] > 0
+        # A length changed around the store: the postings' copies follow it.
+        c.execute("UPDATE az_memory SET doc_len = doc_len + 3 WHERE org_id = 'A'")
+        assert bm25.check(c) == []
+        terms = store.blind_terms.terms(" ".join(WORDS))
+        assert_same_scores(
+            store.keyword_scored(terms, ALL, Scope("A"), 0), full_scan(c, terms, Scope("A"), 0)
+        )
         c.execute("TRUNCATE az_memory CASCADE")
         assert bm25.check(c) == []
         assert c.execute(f"SELECT count(*) FROM {bm25.STATS_TABLE}").fetchone()[0] == 0
@@ -463,7 +470,7 @@ def to_schema_1(c: Any) -> None:
     )
     c.execute(f"DROP TABLE {bm25.STATS_TABLE}")
     c.execute("ALTER TABLE az_terms DROP CONSTRAINT az_terms_memory")
-    c.execute("ALTER TABLE az_terms DROP COLUMN org_id, DROP COLUMN agent_id")
+    c.execute("ALTER TABLE az_terms DROP COLUMN org_id, DROP COLUMN agent_id, DROP COLUMN doc_len")
     c.execute("DROP INDEX az_memory_label_scope")
     c.execute(
         "ALTER TABLE az_terms ADD CONSTRAINT az_terms_label_fkey FOREIGN KEY (label)"

@@ -13,17 +13,17 @@ Tables (all prefixed ``az_``, so a store can share a database with other data):
   index;
 - ``az_terms``: the blinded keyword terms of each memory (keyed hashes of stemmed
   terms, ``sidecar.bm25_terms``) and their frequencies, with the memory's
-  ``(org_id, agent_id)`` (a composite foreign key holds it equal to the row's), indexed
-  by scope and term, for BM25 computed in SQL;
+  ``(org_id, agent_id, doc_len)`` (a composite foreign key holds them equal to the
+  row's), indexed by scope and term, for BM25 computed in SQL;
 - ``az_bm25_scope``: insert-only deltas of each (org, agent)'s row count and total
   length, written by triggers on ``az_memory`` and folded now and then (``bm25``).
 
-Versions: 1, the tables above without the scope of a posting or the BM25 statistics;
-2, with them (``bm25`` describes the design). A store of an older version is upgraded
-when a client of this version opens it, after the credential was checked: each step in
-one transaction under the schema lock, so two clients opening it at once upgrade it
-once, and a failed step leaves version 1 as it was. Upgrading changes tables, so it
-needs their owner. A new store is created as version 1 and upgraded in the same
+Versions: 1, the tables above without the scope and length of a posting or the BM25
+statistics; 2, with them (``bm25`` describes the design). A store of an older version is
+upgraded when a client of this version opens it, after the credential was checked: each
+step in one transaction under the schema lock, so two clients opening it at once upgrade
+it once, and a failed step leaves the old version as it was. Upgrading changes tables,
+so it needs their owner. A new store is created as version 1 and upgraded in the same
 transaction: a new store and an upgraded one are the same schema.
 
 Creating a store, upgrading it and fixing the vector dimension run under a

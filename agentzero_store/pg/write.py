@@ -7,8 +7,8 @@ writer of the same id to finish, so a retry of an acknowledged write is recognis
 such (the stored row is opened and compared) and any other reuse of an id fails the
 whole batch with ``DuplicateIdError``, whichever of two concurrent writers comes first.
 Deletes cascade to the terms in the same statement. Each term row carries its memory's
-(org, agent) (``bm25``), and triggers keep each scope's BM25 statistics: nothing here
-writes them.
+(org, agent) and length (``bm25``), and triggers keep each scope's BM25 statistics:
+nothing here writes them.
 """
 
 from __future__ import annotations
@@ -154,17 +154,18 @@ def insert_rows(
 
 
 def _insert_terms(c: Any, rows: Sequence[tuple[int, str, str, Counter[str]]]) -> None:
-    """The postings of rows (label, org_id, agent_id, term bag); the scope is checked
-    against the row by the foreign key."""
-    cols: tuple[list[Any], ...] = ([], [], [], [], [])
+    """The postings of rows (label, org_id, agent_id, term bag), each with its row's
+    scope and length (the foreign key checks both against the row)."""
+    cols: tuple[list[Any], ...] = ([], [], [], [], [], [])
     for label, org, agent, bag in rows:
+        length = sum(bag.values())
         for term, tf in bag.items():
-            for col, val in zip(cols, (label, org, agent, term, tf), strict=True):
+            for col, val in zip(cols, (label, org, agent, length, term, tf), strict=True):
                 col.append(val)
     if cols[0]:
         c.execute(
-            "INSERT INTO az_terms (label, org_id, agent_id, term, tf) SELECT * FROM"
-            " unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::int[])",
+            "INSERT INTO az_terms (label, org_id, agent_id, doc_len, term, tf) SELECT * FROM"
+            " unnest(%s::bigint[], %s::text[], %s::text[], %s::int[], %s::text[], %s::int[])",
             cols,
         )
 
