@@ -306,6 +306,30 @@ def test_scope_moved_by_sql_and_truncate_keep_the_statistics(
         assert bm25.check(c) == []
 
 
+def test_postings_that_disagree_with_their_row_are_refused(
+    store: PgMemoryStore, pg_url: str
+) -> None:
+    store.append_many([MemoryEntry("harbor lantern", org_id="A", agent_id="x", id="m")])
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        label, dl = c.execute("SELECT label, doc_len FROM az_memory WHERE id = 'm'").fetchone()
+        for sql, params in (
+            (  # a posting claiming another tenant
+                "INSERT INTO az_terms (label, term, tf, org_id, agent_id, doc_len)"
+                " VALUES (%s, 'x', 1, 'B', 'x', %s)",
+                (label, dl),
+            ),
+            (  # or another length
+                "INSERT INTO az_terms (label, term, tf, org_id, agent_id, doc_len)"
+                " VALUES (%s, 'x', 1, 'A', 'x', %s)",
+                (label, dl + 1),
+            ),
+            ("UPDATE az_terms SET org_id = 'B' WHERE label = %s", (label,)),
+        ):
+            with pytest.raises(psycopg.errors.IntegrityConstraintViolation):
+                c.execute(sql, params)
+        assert c.execute("SELECT count(*) FROM az_terms WHERE org_id = 'B'").fetchone()[0] == 0
+
+
 def test_check_reports_and_fixes_drift(store: PgMemoryStore, pg_url: str) -> None:
     store.append_many([MemoryEntry("harbor lantern", org_id="A", agent_id="x")])
     with psycopg.connect(pg_url, autocommit=True) as c:
@@ -464,18 +488,14 @@ def to_schema_1(c: Any) -> None:
     """Undo schema 2 on a store (its rows stay): what a store of schema 1 holds."""
     for trigger in ("insert", "delete", "update", "truncate"):
         c.execute(f"DROP TRIGGER az_memory_bm25_{trigger} ON az_memory")
+    for trigger in ("insert", "update"):
+        c.execute(f"DROP TRIGGER az_terms_{trigger}_check ON az_terms")
     c.execute(
         "DROP FUNCTION az_bm25_rows_added(), az_bm25_rows_removed(), az_bm25_row_changed(),"
-        " az_bm25_truncated(), az_bm25_compact(text, text)"
+        " az_bm25_truncated(), az_bm25_compact(text, text), az_bm25_postings_check()"
     )
     c.execute(f"DROP TABLE {bm25.STATS_TABLE}")
-    c.execute("ALTER TABLE az_terms DROP CONSTRAINT az_terms_memory")
     c.execute("ALTER TABLE az_terms DROP COLUMN org_id, DROP COLUMN agent_id, DROP COLUMN doc_len")
-    c.execute("DROP INDEX az_memory_label_scope")
-    c.execute(
-        "ALTER TABLE az_terms ADD CONSTRAINT az_terms_label_fkey FOREIGN KEY (label)"
-        " REFERENCES az_memory (label) ON DELETE CASCADE"
-    )
     c.execute("UPDATE az_meta SET value = '1' WHERE key = 'schema_version'")
 
 

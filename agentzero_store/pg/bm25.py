@@ -5,15 +5,17 @@ each query term's document frequency ``df``. Schema 1 recomputed all three on ev
 query from the scope's rows; schema 2 reads them:
 
 - **Postings are scope-local.** ``az_terms`` carries each row's ``(org_id, agent_id,
-  doc_len)``, held equal to its ``az_memory`` row's by a composite foreign key (``ON
-  UPDATE`` and ``ON DELETE CASCADE``), and the index ``az_terms_scope (org_id, term,
-  agent_id, label) INCLUDE (tf, doc_len)`` lists exactly one scope's postings of a term
-  with all a score needs (an index-only scan). ``df`` is the count of those postings,
-  read in the same statement that scores them (no stored ``df`` is needed, and none can
-  drift). Measured at 100k rows (10 orgs), this is the part that matters: the term's
-  postings of the whole store, each checked against ``az_memory``, cost far more than
-  the statistics themselves did; per-term ``df`` deltas would have added ~45 ms of
-  trigger work to every 1,000-row batch for a number the query counts anyway.
+  doc_len)``, and the index ``az_terms_scope (org_id, term, agent_id, label) INCLUDE
+  (tf, doc_len)`` lists exactly one scope's postings of a term with all a score needs
+  (an index-only scan). ``df`` is the count of those postings, read in the same
+  statement that scores them (no stored ``df`` is needed, and none can drift). The
+  server holds the copies to the row: a change of a row's scope or length is copied to
+  its postings by the row's trigger, and an insert or update of postings that disagree
+  with their row fails (``az_terms_*_check``). Measured at 100k rows (10 orgs), this is
+  the part that matters: the term's postings of the whole store, each checked against
+  ``az_memory``, cost far more than the statistics themselves did; per-term ``df``
+  deltas would have added ~45 ms of trigger work to every 1,000-row batch for a number
+  the query counts anyway.
 - **Row counts and lengths are insert-only deltas.** ``az_bm25_scope`` holds rows
   ``(org_id, agent_id, n, total_len)``; a key's statistics are the sum of its rows.
   Triggers on ``az_memory`` insert them, so every path that changes the table is
@@ -74,14 +76,6 @@ V2: tuple[str, ...] = (
     " FROM az_memory m WHERE m.label = t.label",
     "ALTER TABLE az_terms ALTER COLUMN org_id SET NOT NULL,"
     " ALTER COLUMN agent_id SET NOT NULL, ALTER COLUMN doc_len SET NOT NULL",
-    "CREATE UNIQUE INDEX az_memory_label_scope ON az_memory (label, org_id, agent_id, doc_len)",
-    "ALTER TABLE az_terms DROP CONSTRAINT az_terms_label_fkey",
-    # A posting's scope and length are its row's, enforced by the server: a score can
-    # never count another tenant's postings or a stale length, whoever wrote them.
-    "ALTER TABLE az_terms ADD CONSTRAINT az_terms_memory"
-    " FOREIGN KEY (label, org_id, agent_id, doc_len)"
-    " REFERENCES az_memory (label, org_id, agent_id, doc_len)"
-    " ON DELETE CASCADE ON UPDATE CASCADE",
     "CREATE INDEX az_terms_scope ON az_terms (org_id, term, agent_id, label) INCLUDE (tf, doc_len)",
     f"""CREATE TABLE {STATS_TABLE} (
         org_id    text NOT NULL,
@@ -143,6 +137,21 @@ V2: tuple[str, ...] = (
                    (NEW.org_id, NEW.agent_id, 1, NEW.doc_len);
         END IF;
         PERFORM az_bm25_compact(NEW.org_id, NEW.agent_id);
+        UPDATE az_terms SET org_id = NEW.org_id, agent_id = NEW.agent_id, doc_len = NEW.doc_len
+        WHERE label = NEW.label;
+        RETURN NULL;
+    END $$""",
+    # One lookup per memory, not per posting: postings come in whole rows at a time.
+    """CREATE FUNCTION az_bm25_postings_check() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF EXISTS (SELECT 1 FROM (SELECT DISTINCT label, org_id, agent_id, doc_len
+                                  FROM az_new_postings) t
+                   JOIN az_memory m ON m.label = t.label
+                   WHERE (m.org_id, m.agent_id, m.doc_len)
+                         IS DISTINCT FROM (t.org_id, t.agent_id, t.doc_len)) THEN
+            RAISE EXCEPTION 'a posting in az_terms must hold its memory row''s org_id,'
+                ' agent_id and doc_len' USING ERRCODE = 'integrity_constraint_violation';
+        END IF;
         RETURN NULL;
     END $$""",
     f"""CREATE FUNCTION az_bm25_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -164,6 +173,17 @@ V2: tuple[str, ...] = (
     " EXECUTE FUNCTION az_bm25_row_changed()",
     "CREATE TRIGGER az_memory_bm25_truncate AFTER TRUNCATE ON az_memory"
     " FOR EACH STATEMENT EXECUTE FUNCTION az_bm25_truncated()",
+    # A posting's scope and length are its row's, checked by the server whoever writes
+    # them: a score never counts another tenant's postings or a stale length. (Not a
+    # composite foreign key: its per-posting check query is planned once per session,
+    # and against a young table the planner picked a scope index and read the whole
+    # scope for every posting; measured, ingest lost more than half its speed.)
+    "CREATE TRIGGER az_terms_insert_check AFTER INSERT ON az_terms"
+    " REFERENCING NEW TABLE AS az_new_postings FOR EACH STATEMENT"
+    " EXECUTE FUNCTION az_bm25_postings_check()",
+    "CREATE TRIGGER az_terms_update_check AFTER UPDATE ON az_terms"
+    " REFERENCING NEW TABLE AS az_new_postings FOR EACH STATEMENT"
+    " EXECUTE FUNCTION az_bm25_postings_check()",
 )
 
 

@@ -15,8 +15,8 @@ term is the document frequency. Matches are scored, then checked against their r
 (expiry, scope) best first, so a top ``k`` reads about ``k`` rows. All of it is one
 statement, so one snapshot: the statistics are exactly those of the rows it sees. They
 count the scope's expired rows until ``gc_expired`` deletes them; expired rows are never
-returned. Nothing is read outside the scope (a posting's scope is its row's, a foreign
-key holds it), so another tenant's rows never change a score. A scope with a
+returned. Nothing is read outside the scope (a posting's scope is its row's, triggers
+hold it), so another tenant's rows never change a score. A scope with a
 conversation id counts its rows and postings through ``az_memory`` (one conversation:
 a short range). The terms are keyed hashes (``sidecar.bm25_terms.BlindTerms``): the
 server ranks without a word.
@@ -95,7 +95,7 @@ def keyword_scored(
         )
         post_params += conv_params
     # Expiry is the row's: checked best score first, so a top k reads about k rows. The
-    # row's scope again too (the foreign key makes it the posting's; it costs nothing).
+    # row's scope again too (a trigger holds it to the posting's; it costs nothing).
     rows = c.execute(
         f"""
         WITH totals AS ({stats}),

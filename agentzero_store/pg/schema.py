@@ -13,8 +13,8 @@ Tables (all prefixed ``az_``, so a store can share a database with other data):
   index;
 - ``az_terms``: the blinded keyword terms of each memory (keyed hashes of stemmed
   terms, ``sidecar.bm25_terms``) and their frequencies, with the memory's
-  ``(org_id, agent_id, doc_len)`` (a composite foreign key holds them equal to the
-  row's), indexed by scope and term, for BM25 computed in SQL;
+  ``(org_id, agent_id, doc_len)`` (triggers hold them equal to the row's), indexed by
+  scope and term, for BM25 computed in SQL;
 - ``az_bm25_scope``: insert-only deltas of each (org, agent)'s row count and total
   length, written by triggers on ``az_memory`` and folded now and then (``bm25``).
 

@@ -155,7 +155,7 @@ def insert_rows(
 
 def _insert_terms(c: Any, rows: Sequence[tuple[int, str, str, Counter[str]]]) -> None:
     """The postings of rows (label, org_id, agent_id, term bag), each with its row's
-    scope and length (the foreign key checks both against the row)."""
+    scope and length (a trigger checks both against the row)."""
     cols: tuple[list[Any], ...] = ([], [], [], [], [], [])
     for label, org, agent, bag in rows:
         length = sum(bag.values())
