@@ -44,7 +44,8 @@ postings.
 Privileges: a role that writes memories needs ``SELECT, INSERT, DELETE`` on
 ``az_bm25_scope`` (the triggers run as the writer; compaction deletes), a role that
 only reads needs ``SELECT``. The upgrade from schema 1 gives them to every role holding
-the matching privileges on ``az_memory``.
+the matching privileges on ``az_memory``. Changing the scope or length of a row that
+has postings (only SQL around the store does) also needs ``UPDATE`` on ``az_terms``.
 """
 
 from __future__ import annotations
@@ -137,8 +138,13 @@ V2: tuple[str, ...] = (
                    (NEW.org_id, NEW.agent_id, 1, NEW.doc_len);
         END IF;
         PERFORM az_bm25_compact(NEW.org_id, NEW.agent_id);
-        UPDATE az_terms SET org_id = NEW.org_id, agent_id = NEW.agent_id, doc_len = NEW.doc_len
-        WHERE label = NEW.label;
+        -- Only if it has postings: keyword replacement deletes them before it changes the
+        -- length, and its writers then need no UPDATE privilege on az_terms.
+        IF EXISTS (SELECT 1 FROM az_terms WHERE label = NEW.label) THEN
+            UPDATE az_terms SET org_id = NEW.org_id, agent_id = NEW.agent_id,
+                                doc_len = NEW.doc_len
+            WHERE label = NEW.label;
+        END IF;
         RETURN NULL;
     END $$""",
     # One lookup per memory, not per posting: postings come in whole rows at a time.
