@@ -16,7 +16,7 @@ from .pg_server import PgServer
 
 GRANTS = (
     "GRANT SELECT ON az_keys, az_meta TO {app}",
-    "GRANT SELECT, INSERT, DELETE ON az_memory, az_terms TO {app}",
+    "GRANT SELECT, INSERT, DELETE ON az_memory, az_terms, az_bm25_scope TO {app}",
     "GRANT USAGE ON SEQUENCE az_memory_label_seq TO {app}",
 )
 

@@ -6,10 +6,20 @@ Semantic recall filters the scope inside the index scan: with
 ``k`` rows pass the filter, so a tenant holding 2% of the rows still gets ``k`` results.
 Relaxed order may return them slightly out of order: they are re-sorted here.
 
-Keyword recall scores BM25 (k1 = 1.2, b = 0.75) in one SQL statement over the scope's
-live rows: document frequencies, the row count and the average length all come from the
-rows the caller may see, so another tenant's rows never change a score. The terms are
-keyed hashes (``sidecar.bm25_terms.BlindTerms``): the server ranks without a word.
+Keyword recall scores BM25 (k1 = 1.2, b = 0.75) in one SQL statement, without scanning
+the scope (schema 2, ``bm25``): the row count and total length are summed from the
+scope's delta rows in ``az_bm25_scope`` (kept by triggers on every write), and the query
+terms' postings come from ``az_terms_scope``, an index range holding only the scope's
+postings, each with its tf and its row's length (an index-only scan); their count per
+term is the document frequency. Matches are scored, then checked against their rows
+(expiry, scope) best first, so a top ``k`` reads about ``k`` rows. All of it is one
+statement, so one snapshot: the statistics are exactly those of the rows it sees. They
+count the scope's expired rows until ``gc_expired`` deletes them; expired rows are never
+returned. Nothing is read outside the scope (a posting's scope is its row's, triggers
+hold it), so another tenant's rows never change a score. A scope with a
+conversation id counts its rows and postings through ``az_memory`` (one conversation:
+a short range). The terms are keyed hashes (``sidecar.bm25_terms.BlindTerms``): the
+server ranks without a word.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from typing import Any
 from ..base.ranking import rrf_fuse
 from ..memory.records import MemoryEntry, MemoryHit, Scope
 from ..memory.rows import SCOPE_FIELDS
+from . import bm25
 from .rows import COLUMNS, RowCodec
 
 K1, B = 1.2, 0.75
@@ -63,27 +74,50 @@ def semantic_scored(
 def keyword_scored(
     c: Any, terms: Sequence[str], k: int, scope: Scope, now_us: int
 ) -> list[tuple[int, float]]:
-    """The ``k`` best (label, BM25 score) in scope, best first (no terms: none)."""
+    """The ``k`` best (label, BM25 score) in scope, unexpired at ``now_us``, best first
+    (no terms: none)."""
     wanted = sorted(set(terms))
     if not wanted:
         return []
-    where, params = scope_where(scope, now_us)
+    stats, stats_params = bm25.scope_stats(scope)
+    # The postings' own scope columns: with an org, one range of az_terms_scope.
+    given = [name for name in ("org_id", "agent_id") if getattr(scope, name) is not None]
+    post_where = " AND ".join(["t.term = ANY(%s::text[])", *(f"t.{n} = %s" for n in given)])
+    post_params: list[Any] = [wanted, *(getattr(scope, n) for n in given)]
+    row_where, row_params = scope_where(scope, now_us, alias="m.")
+    if scope.conversation_id is None:  # index-only: the postings hold all a score needs
+        post = f"SELECT t.label, t.term, t.tf, t.doc_len FROM az_terms t WHERE {post_where}"
+    else:  # df and the scores of one conversation's rows
+        conv_where, conv_params = scope_where(scope, None, alias="m.")
+        post = (
+            "SELECT t.label, t.term, t.tf, t.doc_len FROM az_terms t"
+            f" JOIN az_memory m ON m.label = t.label WHERE {post_where} AND {conv_where}"
+        )
+        post_params += conv_params
+    # Expiry is the row's: checked best score first, so a top k reads about k rows. The
+    # row's scope again too (a trigger holds it to the posting's; it costs nothing).
     rows = c.execute(
         f"""
-        WITH live AS (SELECT label, doc_len FROM az_memory WHERE {where}),
-        stats AS (SELECT count(*)::float8 AS n, greatest(avg(doc_len), 1)::float8 AS avgdl
-                  FROM live),
-        hits AS (SELECT t.label, t.term, t.tf, l.doc_len FROM az_terms t
-                 JOIN live l ON l.label = t.label WHERE t.term = ANY(%s::text[])),
-        df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term)
-        SELECT h.label, sum(
-            ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
-            * h.tf * ({K1} + 1) / (h.tf + {K1} * (1 - {B} + {B} * h.doc_len / s.avgdl))
-        ) AS score
-        FROM hits h JOIN df ON df.term = h.term CROSS JOIN stats s
-        GROUP BY h.label ORDER BY score DESC, h.label LIMIT %s
+        WITH totals AS ({stats}),
+        s AS (SELECT n::float8 AS n,
+                     greatest(total_len::float8 / nullif(n, 0)::float8, 1) AS avgdl
+              FROM totals),
+        post AS ({post}),
+        df AS (SELECT term, count(*)::float8 AS df FROM post GROUP BY term),
+        scored AS (
+            SELECT p.label, sum(
+                ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
+                * p.tf * ({K1} + 1) / (p.tf + {K1} * (1 - {B} + {B} * p.doc_len / s.avgdl))
+            ) AS score
+            FROM post p JOIN df ON df.term = p.term CROSS JOIN s
+            GROUP BY p.label)
+        SELECT x.label, x.score
+        FROM (SELECT label, score FROM scored ORDER BY score DESC, label) x
+        CROSS JOIN LATERAL (SELECT 1 FROM az_memory m
+                            WHERE m.label = x.label AND {row_where}) live
+        ORDER BY x.score DESC, x.label LIMIT %s
         """,
-        (*params, wanted, k),
+        (*stats_params, *post_params, *row_params, k),
     ).fetchall()
     return [(int(lab), float(score)) for lab, score in rows]
 

@@ -1,4 +1,5 @@
-"""The PostgreSQL schema of a memory store, its key table, and opening a database.
+"""The PostgreSQL schema of a memory store, its key table, opening a database, and
+upgrading an older schema.
 
 Tables (all prefixed ``az_``, so a store can share a database with other data):
 
@@ -11,20 +12,35 @@ Tables (all prefixed ``az_``, so a store can share a database with other data):
   typed ``vector(dim)`` once the first vector fixes the dimension, with an HNSW cosine
   index;
 - ``az_terms``: the blinded keyword terms of each memory (keyed hashes of stemmed
-  terms, ``sidecar.bm25_terms``) and their frequencies, for BM25 computed in SQL.
+  terms, ``sidecar.bm25_terms``) and their frequencies, with the memory's
+  ``(org_id, agent_id, doc_len)`` (triggers hold them equal to the row's), indexed by
+  scope and term, for BM25 computed in SQL;
+- ``az_bm25_scope``: insert-only deltas of each (org, agent)'s row count and total
+  length, written by triggers on ``az_memory`` and folded now and then (``bm25``).
 
-Creating a store and fixing the vector dimension run under a transaction-scoped advisory
-lock, so concurrent clients never race each other into two key headers or two
-dimensions. Everything else relies on transactions and constraints.
+Versions: 1, the tables above without the scope and length of a posting or the BM25
+statistics; 2, with them (``bm25`` describes the design). A store of an older version is
+upgraded when a client of this version opens it, after the credential was checked: each
+step in one transaction under the schema lock, so two clients opening it at once upgrade
+it once, and a failed step leaves the old version as it was. Upgrading changes tables,
+so it needs their owner. A new store is created as version 1 and upgraded in the same
+transaction: a new store and an upgraded one are the same schema.
+
+Creating a store, upgrading it and fixing the vector dimension run under a
+transaction-scoped advisory lock, so concurrent clients never race each other into two
+key headers, two upgrades or two dimensions. Everything else relies on transactions,
+constraints and the triggers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..base.errors import CorruptStoreError, SchemaVersionError
+from . import bm25
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # pg_advisory_xact_lock key of schema changes (create, fix the dimension): "az-schema".
 SCHEMA_LOCK = 0x617A_2D73_6368_656D
@@ -64,15 +80,70 @@ def exists(conn: Any) -> bool:
     return bool(row[0])
 
 
+def _to_v2(conn: Any) -> None:
+    for stmt in bm25.V2:
+        conn.execute(stmt)
+    bm25.rebuild(conn)
+    bm25.share_grants(conn)
+
+
+# Version n -> the step from n - 1, inside the caller's transaction.
+STEPS: dict[int, Callable[[Any], None]] = {2: _to_v2}
+
+
 def create(conn: Any, header_json: str, store_id: str) -> None:
-    """Create every table and store the key header, inside the caller's transaction."""
+    """Create every table and store the key header, inside the caller's transaction
+    (which holds the schema lock)."""
     for stmt in CREATE:
         conn.execute(stmt)
     conn.execute("INSERT INTO az_keys (one, header) VALUES (1, %s)", (header_json,))
     conn.execute(
-        "INSERT INTO az_meta (key, value) VALUES ('store_id', %s), ('schema_version', %s)",
-        (store_id, str(SCHEMA_VERSION)),
+        "INSERT INTO az_meta (key, value) VALUES ('store_id', %s), ('schema_version', '1')",
+        (store_id,),
     )
+    _steps_from(conn, 1)
+
+
+def version(conn: Any) -> int:
+    """The schema version in ``az_meta`` (0 if none)."""
+    row = conn.execute("SELECT value FROM az_meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def _steps_from(conn: Any, current: int) -> None:
+    for v in range(current + 1, SCHEMA_VERSION + 1):
+        STEPS[v](conn)
+    conn.execute(
+        "UPDATE az_meta SET value = %s WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+    )
+
+
+def upgrade(conn: Any) -> bool:
+    """Bring an older schema up to ``SCHEMA_VERSION`` in one transaction under the
+    schema lock (``conn`` in autocommit, the schema ``check``ed); True if this call
+    upgraded it, False if it was current (or another client upgraded it first).
+    ``SchemaVersionError`` if this role may not change the tables."""
+    import psycopg
+
+    current = version(conn)
+    if current >= SCHEMA_VERSION:
+        return False
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            current = version(conn)  # another client may have upgraded it meanwhile
+            if current >= SCHEMA_VERSION:
+                return False
+            _steps_from(conn, current)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise SchemaVersionError(
+            f"the database has memory schema {current}; this version needs "
+            f"{SCHEMA_VERSION} and upgrades it on open, which this role may not do: "
+            f"{str(exc).strip().splitlines()[0]}",
+            hint="open the store once as the role that owns its tables (that upgrades "
+            "it, and gives this role what it needs), then again as this one",
+        ) from exc
+    return True
 
 
 def read_header(conn: Any, *, for_update: bool = False) -> bytes:
@@ -97,15 +168,15 @@ def replace_header(conn: Any, header_json: str) -> None:
 
 
 def check(conn: Any, store_id: str) -> None:
-    """Refuse a schema from a newer version, or data of another store."""
+    """Refuse a schema from a newer version, or data of another store (an older version
+    is ``upgrade``d after this)."""
     meta = get_meta(conn)
-    version = int(meta.get("schema_version", "0"))
-    if version > SCHEMA_VERSION:
+    v = int(meta.get("schema_version", "0"))
+    if v > SCHEMA_VERSION:
         raise SchemaVersionError(
-            f"the database has memory schema {version}; this version supports "
-            f"up to {SCHEMA_VERSION}"
+            f"the database has memory schema {v}; this version supports up to {SCHEMA_VERSION}"
         )
-    if version < 1:
+    if v < 1:
         raise CorruptStoreError("az_meta holds no schema version", path="az_meta")
     if meta.get("store_id") != store_id:
         raise CorruptStoreError("az_memory belongs to another store", path="az_meta")
@@ -170,6 +241,7 @@ def fix_dimension(conn: Any, dim: int, model: str | None, *, index: bool = True)
 __all__ = [
     "SCHEMA_LOCK",
     "SCHEMA_VERSION",
+    "STEPS",
     "VECTOR_INDEX",
     "check",
     "create",
@@ -180,4 +252,6 @@ __all__ = [
     "has_vector_index",
     "read_header",
     "replace_header",
+    "upgrade",
+    "version",
 ]

@@ -262,6 +262,8 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
                 hint="migrate into an empty database, or into the one this store was "
                 "migrated to before",
             )
+        # Only now, with the credential checked: a wrong one changes no row.
+        schema.upgrade(conn)
         return keys, version
 
     # ----------------------------------------------------------------- lifecycle

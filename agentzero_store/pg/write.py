@@ -6,7 +6,9 @@ UNIQUE constraint): ``INSERT ... ON CONFLICT (id) DO NOTHING`` waits for a concu
 writer of the same id to finish, so a retry of an acknowledged write is recognised as
 such (the stored row is opened and compared) and any other reuse of an id fails the
 whole batch with ``DuplicateIdError``, whichever of two concurrent writers comes first.
-Deletes cascade to the terms in the same statement.
+Deletes cascade to the terms in the same statement. Each term row carries its memory's
+(org, agent) and length (``bm25``), and triggers keep each scope's BM25 statistics:
+nothing here writes them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import DuplicateIdError
+from ..base.errors import DuplicateIdError, NotFoundError
 from ..embed.vectors import Embedder, as_vector
 from ..memory.records import MemoryEntry, to_us
 from ..memory.write import check_batch, new_ids
@@ -141,34 +143,46 @@ def insert_rows(
     labels = {str(eid): int(label) for eid, label in written}
     _check_resent(c, b, [i for i, eid in enumerate(b.ids) if eid not in labels], codec)
     _insert_terms(
-        c, [(labels[eid], bag) for eid, bag in zip(b.ids, bags, strict=True) if eid in labels]
+        c,
+        [
+            (labels[eid], e.org_id, e.agent_id, bag)
+            for e, eid, bag in zip(b.entries, b.ids, bags, strict=True)
+            if eid in labels
+        ],
     )
     return [(eid, labels[eid]) for eid in b.ids if eid in labels]
 
 
-def _insert_terms(c: Any, rows: Sequence[tuple[int, Counter[str]]]) -> None:
-    t_label, t_term, t_tf = [], [], []
-    for label, bag in rows:
+def _insert_terms(c: Any, rows: Sequence[tuple[int, str, str, Counter[str]]]) -> None:
+    """The postings of rows (label, org_id, agent_id, term bag), each with its row's
+    scope and length (a trigger checks both against the row)."""
+    cols: tuple[list[Any], ...] = ([], [], [], [], [], [])
+    for label, org, agent, bag in rows:
+        length = sum(bag.values())
         for term, tf in bag.items():
-            t_label.append(label)
-            t_term.append(term)
-            t_tf.append(tf)
-    if t_label:
+            for col, val in zip(cols, (label, org, agent, length, term, tf), strict=True):
+                col.append(val)
+    if cols[0]:
         c.execute(
-            "INSERT INTO az_terms (label, term, tf)"
-            " SELECT * FROM unnest(%s::bigint[], %s::text[], %s::int[])",
-            (t_label, t_term, t_tf),
+            "INSERT INTO az_terms (label, org_id, agent_id, doc_len, term, tf) SELECT * FROM"
+            " unnest(%s::bigint[], %s::text[], %s::text[], %s::int[], %s::text[], %s::int[])",
+            cols,
         )
 
 
 def replace_terms(c: Any, label: int, text: str, terms: BlindTerms) -> None:
     """Index ``text`` as the keywords of row ``label`` (whose sealed content is not that
     text: an archived memory keeps its words searchable), inside the caller's
-    transaction."""
+    transaction. ``NotFoundError`` if there is no such row."""
     bag = Counter(terms.terms(text))
     c.execute("DELETE FROM az_terms WHERE label = %s", (label,))
-    c.execute("UPDATE az_memory SET doc_len = %s WHERE label = %s", (sum(bag.values()), label))
-    _insert_terms(c, [(label, bag)])
+    row = c.execute(
+        "UPDATE az_memory SET doc_len = %s WHERE label = %s RETURNING org_id, agent_id",
+        (sum(bag.values()), label),
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"no memory row {label} to index keywords for")
+    _insert_terms(c, [(label, str(row[0]), str(row[1]), bag)])
 
 
 def _check_resent(c: Any, b: Batch, positions: list[int], codec: RowCodec) -> None:
