@@ -13,6 +13,9 @@ PgRepository``). What is left to differ is this small interface, a ``StoreSide``
   the keyword index's old segments, the HNSW checkpoint's vectors and the WAL's old
   frames; on PostgreSQL nothing (the rows and their terms went with the commit, and no
   page the server keeps holds plaintext);
+- ``refresh_statistics``: after a consolidation, the planner's statistics (PostgreSQL:
+  a young table's estimates can make it scan a whole scope instead of using pgvector's
+  index until autovacuum analyses it);
 - ``change_seq``: a value that moves with every committed write, for the hot tier's
   cache (SQLite's change feed; PostgreSQL has many writers and no feed, so never the same
   value twice: the cache is never trusted and hot turns are read each time).
@@ -53,6 +56,7 @@ class StoreSide(Protocol):
     def purge(self) -> None: ...
     def settle(self) -> bool: ...
     def change_seq(self) -> int: ...
+    def refresh_statistics(self) -> None: ...
 
 
 class SqliteSide:
@@ -97,6 +101,9 @@ class SqliteSide:
 
     def change_seq(self) -> int:
         return self.store.source_seq()
+
+    def refresh_statistics(self) -> None:
+        """Nothing: SQLite's plans do not depend on statistics here."""
 
 
 def side_of(store: SqliteMemoryStore | PgMemoryStore) -> StoreSide:

@@ -60,6 +60,8 @@ def consolidate(
             # scrub, one checkpoint, which also covers every change above), the WAL.
             life.finish_pending_erase()
         tell("purge", 6, 6)
+    if not dry_run:
+        mem.side.refresh_statistics()
     return ConsolidationReport(
         promoted=promoted,
         linked=linked,

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from ..base.errors import InvalidArgumentError
 from ..base.limits import check_limit, check_text
-from ..base.ranking import exact_top_k, rrf_fuse
+from ..base.ranking import rrf_fuse
 from ..embed.vectors import as_vector
 from ..memory.records import Scope, to_us
 from . import signals as sig
@@ -291,11 +291,7 @@ class Recaller:
         """Exact cosine search over every vector that passes ``f``: (label, cosine)."""
         if qv is None:
             return []  # no vector stored yet
-        labels, blob = self._mem.repo.vectors(f)
-        if not labels:
-            return []
-        matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(labels), -1)
-        return [(labels[i], c) for i, c in exact_top_k(matrix, qv, pool)]
+        return self._mem.repo.nearest_exact(qv, pool, f)
 
 
 __all__ = ["MODES", "SIGNALS", "Recaller"]

@@ -8,6 +8,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from ..base.ranking import exact_top_k
 from ..memory.recall import fts_match
 from ..memory.records import Scope, from_us
 from ..memory.rows import placeholders
@@ -205,6 +209,17 @@ class ReadRows(RepositoryCore):
             (match, *self._scope, f.now_us, *params, k),
         )
         return [int(r[0]) for r in rows]
+
+    def nearest_exact(
+        self, qv: npt.NDArray[np.float32], pool: int, f: Filter
+    ) -> list[tuple[int, float]]:
+        """Up to ``pool`` (label, cosine) nearest ``qv`` among every memory that passes
+        ``f``, exactly (recall's fallback when a filter starves the index's candidates)."""
+        labels, blob = self.vectors(f)
+        if not labels:
+            return []
+        matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(labels), -1)
+        return [(labels[i], c) for i, c in exact_top_k(matrix, qv, pool)]
 
     def vectors(self, f: Filter) -> tuple[list[int], bytes]:
         """Labels and float32 vectors of every memory that passes ``f`` (exact search)."""

@@ -413,6 +413,13 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         with self._tx(snapshot=True) as c:
             yield PgWriteTx(c, self._codec, self._terms)
 
+    def query_no_rows(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run one statement that returns no rows (maintenance: ``ANALYZE``), on its
+        own."""
+        conn = self._live()
+        with _translated(self.url):
+            conn.execute(sql, params)
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of one read statement (``%s`` parameters), its own transaction (one
         statement on the autocommit connection: one round trip, not three)."""

@@ -24,6 +24,9 @@ from . import schema
 from .codec import LayerCodec
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from ...memory.write import Prepared
     from ...pg.store import PgMemoryStore
     from ...pg.tx import PgWriteTx
@@ -491,6 +494,27 @@ class PgRepositoryCore:
         wanted = {int(x) for x in labels}
         ranked = self._store.keyword_scored(terms, 1 << 30, Scope(*self._scope), 0)
         return {lab: -s for lab, s in ranked if lab in wanted}
+
+    def nearest_exact(
+        self, qv: npt.NDArray[np.float32], pool: int, f: Filter
+    ) -> list[tuple[int, float]]:
+        """Up to ``pool`` (label, cosine) nearest ``qv`` among every memory that passes
+        ``f``, exactly: the server scans the filtered rows (no index scan), and only the
+        ``pool`` best come back, never every vector."""
+        from ...pg.write import vector_text
+
+        where, params = self._filter_sql(f)
+        with self._store.snapshot() as tx:
+            tx.execute("SET LOCAL enable_indexscan = off")
+            rows = tx.query(
+                "SELECT m.label, m.embedding <=> %s::vector AS d FROM az_memory m"
+                " WHERE m.type IS NOT NULL AND m.org_id = %s AND m.agent_id = %s"
+                " AND m.embedding IS NOT NULL"
+                f" AND (m.expires_at_us IS NULL OR m.expires_at_us > %s) AND {where}"
+                " ORDER BY d, m.label LIMIT %s",
+                (vector_text(qv, len(qv)), *self._scope, f.now_us, *params, pool),
+            )
+        return [(int(lab), 1.0 - float(d)) for lab, d in rows]
 
     def vectors(self, f: Filter) -> tuple[list[int], bytes]:
         """Labels and float32 vectors of every memory that passes ``f`` (exact search)."""

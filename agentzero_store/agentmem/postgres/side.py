@@ -45,6 +45,14 @@ class PgSide:
     def settle(self) -> bool:
         return True  # no WAL of ours to empty; the server's pages hold sealed blobs only
 
+    def refresh_statistics(self) -> None:
+        """``ANALYZE`` the memory rows and postings: measured at 20k turns written in a
+        minute, before autovacuum analysed the table the planner estimated one row per
+        scope and sorted the whole scope by distance (44 ms) instead of using the HNSW
+        index (4 ms). A role that does not own the tables gets a warning and nothing
+        changes (autovacuum still does it)."""
+        self.store.query_no_rows("ANALYZE az_memory, az_terms")
+
     def change_seq(self) -> int:
         return -next(_SEQ)  # never the same twice: the hot-tier cache is never trusted
 
