@@ -22,10 +22,11 @@ the same work on the same vectors, texts and scoped queries:
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,31 +61,46 @@ FULL = PgSizes(n=100_000, queries=300, batch=1_000, writers=4, per_writer=5_000,
                writer_batch=250)
 
 
-def run(tmp: Path, *, quick: bool, n: int | None,
-        progress: Callable[[str], None]) -> tuple[list[Figure], list[Skipped]]:
-    """Start a durable server, run every figure, stop it (skipped if none can start)."""
+@contextlib.contextmanager
+def durable_server(group: str) -> Iterator[Callable[[], str] | Skipped]:
+    """A durable test server for a benchmark group: yields a maker of fresh databases
+    (their URLs), or the ``Skipped`` of ``group`` when no server can start here."""
     try:
         from tests.pg_server import PgUnavailable, pg_server
     except ImportError as exc:  # the test helpers need pytest (a dev dependency)
-        return [], [Skipped(GROUP, f"tests/pg_server.py is not importable: {exc}")]
-    sizes = QUICK if quick else FULL
-    if n:
-        sizes = PgSizes(n, sizes.queries, sizes.batch, sizes.writers, sizes.per_writer,
-                        sizes.writer_batch)
+        yield Skipped(group, f"tests/pg_server.py is not importable: {exc}")
+        return
     try:
         server_cm = pg_server(durable=True)
         server = server_cm.__enter__()
     except (PgUnavailable, RuntimeError, OSError) as exc:
-        return [], [Skipped(GROUP, f"no PostgreSQL server could start: {exc}")]
+        yield Skipped(group, f"no PostgreSQL server could start: {exc}")
+        return
+
+    def database() -> str:
+        import psycopg
+
+        name = f"bench_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(server.url, autocommit=True) as c:
+            c.execute(f"CREATE DATABASE {name}")
+        return str(server.database_url(name))
+
     try:
-        def database() -> str:
-            import psycopg
+        yield database
+    finally:
+        server_cm.__exit__(None, None, None)
 
-            name = f"bench_{uuid.uuid4().hex[:10]}"
-            with psycopg.connect(server.url, autocommit=True) as c:
-                c.execute(f"CREATE DATABASE {name}")
-            return server.database_url(name)
 
+def run(tmp: Path, *, quick: bool, n: int | None,
+        progress: Callable[[str], None]) -> tuple[list[Figure], list[Skipped]]:
+    """Start a durable server, run every figure, stop it (skipped if none can start)."""
+    sizes = QUICK if quick else FULL
+    if n:
+        sizes = PgSizes(n, sizes.queries, sizes.batch, sizes.writers, sizes.per_writer,
+                        sizes.writer_batch)
+    with durable_server(GROUP) as database:
+        if isinstance(database, Skipped):
+            return [], [database]
         data = _Data.make(sizes)
         progress(f"pg: ingest {sizes.n:,} memories into PostgreSQL and into a data dir")
         url, data_dir = database(), tmp / "pg-anchor"
@@ -96,8 +112,6 @@ def run(tmp: Path, *, quick: bool, n: int | None,
         progress(f"pg: {sizes.writers} writer processes, {sizes.per_writer:,} memories each")
         figures.append(_writers(sizes, database(), tmp / "pg-writers"))
         return figures, []
-    finally:
-        server_cm.__exit__(None, None, None)
 
 
 @dataclass

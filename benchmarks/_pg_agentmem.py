@@ -20,7 +20,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import shutil
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from _agentmem import (
     make_corpus,
 )
 from _harness import Figure, Skipped, median, pct
+from _pg import durable_server
 
 GROUP = "pgagent"
 QUICK_N, FULL_N = 2_000, 20_000
@@ -49,25 +49,10 @@ WRITER_BATCH = 100
 def run(tmp: Path, *, quick: bool, n: int | None,
         progress: Callable[[str], None]) -> tuple[list[Figure], list[Skipped]]:
     """Start a durable server, run every figure, stop it (skipped if none can start)."""
-    try:
-        from tests.pg_server import PgUnavailable, pg_server
-    except ImportError as exc:  # the test helpers need pytest (a dev dependency)
-        return [], [Skipped(GROUP, f"tests/pg_server.py is not importable: {exc}")]
     size = n or (QUICK_N if quick else FULL_N)
-    try:
-        server_cm = pg_server(durable=True)
-        server = server_cm.__enter__()
-    except (PgUnavailable, RuntimeError, OSError) as exc:
-        return [], [Skipped(GROUP, f"no PostgreSQL server could start: {exc}")]
-    try:
-        def database() -> str:
-            import psycopg
-
-            name = f"bench_{uuid.uuid4().hex[:10]}"
-            with psycopg.connect(server.url, autocommit=True) as c:
-                c.execute(f"CREATE DATABASE {name}")
-            return str(server.database_url(name))
-
+    with durable_server(GROUP) as database:
+        if isinstance(database, Skipped):
+            return [], [database]
         progress(f"pgagent: a corpus of {size:,} turns into PostgreSQL and a data dir")
         corpus = make_corpus(size)
         url, data_dir = database(), tmp / "pgagent-dir"
@@ -81,8 +66,6 @@ def run(tmp: Path, *, quick: bool, n: int | None,
         figures.append(_writers(database(), tmp / "pgagent-writers", per))
         shutil.rmtree(data_dir, ignore_errors=True)
         return figures, []
-    finally:
-        server_cm.__exit__(None, None, None)
 
 
 def _open(where: Path | str, clock: FixedClock, embedder: Any = None, agent: str = AGENT) -> Any:
