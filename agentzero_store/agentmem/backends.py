@@ -24,14 +24,12 @@ PgRepository``). What is left to differ is this small interface, a ``StoreSide``
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..base.config import Layout
 from ..memory.records import Scope
 from ..memory.schema import purge_keyword_index
 from ..memory.store import SqliteMemoryStore
-from ..pg.choose import is_postgres_url
 from .archive import Archive
 from .repository import SqliteRepository
 
@@ -115,14 +113,4 @@ def side_of(store: SqliteMemoryStore | PgMemoryStore) -> StoreSide:
     return PgSide(store)
 
 
-def open_store(location: Path | str, **kw: Any) -> SqliteMemoryStore | PgMemoryStore:
-    """The memory store at ``location`` (a data dir, or a PostgreSQL URL)."""
-    if is_postgres_url(location):
-        from ..pg.store import PgMemoryStore
-
-        assert isinstance(location, str)
-        return PgMemoryStore.open(location, **kw)
-    return SqliteMemoryStore.open(location, **kw)
-
-
-__all__ = ["SqliteSide", "StoreSide", "open_store", "side_of"]
+__all__ = ["SqliteSide", "StoreSide", "side_of"]

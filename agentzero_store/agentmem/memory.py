@@ -28,12 +28,13 @@ from ..embed.vectors import Embedder
 from ..memory.records import KINDS, MemoryEntry, from_us, text_fingerprint, to_us
 from ..memory.store import SqliteMemoryStore
 from ..memory.write import Prepared, new_ids
+from ..pg.choose import open_memory_store
 from ..pg.store import PgMemoryStore
 from ..pg.write import Batch
 from . import context as ctx
 from . import fsrs
 from . import namespaces as ns
-from .backends import open_store, side_of
+from .backends import side_of
 from .consolidate import consolidate
 from .context import (
     Budget,
@@ -165,7 +166,7 @@ class AgentMemory:
             ns.check_name(name, v)
         if namespace is not None:
             ns.check_name("namespace", namespace)
-        store = open_store(
+        store = open_memory_store(
             data_dir,
             passphrase=passphrase,
             key=key,

@@ -35,7 +35,7 @@ from .repo_lifecycle import LifecycleRows
 from .schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from ..memory.store import SqliteMemoryStore
+    pass
 
 
 class SqliteRepository(LifecycleRows, BeliefRows):
@@ -524,55 +524,6 @@ class SqliteRepository(LifecycleRows, BeliefRows):
         return [Row(r[0], self._memory(r, about.get(r[1], ())), r[18]) for r in rows]
 
 
-# What the agent memory keeps beyond the memory store's rows, by what a person would call
-# it: (name, table, condition). The access log is not listed: it is what recalls
-# returned, and leaving it behind loses no memory.
-_HELD = (
-    ("notes (semantic or procedural memories)", "memory", "type <> 'episodic'"),
-    ("speakers of turns", "memory", "speaker IS NOT NULL"),
-    (
-        "memories strengthened by feedback",
-        "memory",
-        "last_review_us IS NOT NULL AND last_review_us <> created_at_us",
-    ),
-    (
-        "archived memories (their text is in memory.archive.db)",
-        "memory",
-        "archived_at_us IS NOT NULL",
-    ),
-    ("entities memories are about", "am_about", "1"),
-    ("facts", "am_fact", "1"),
-    ("procedures", "am_procedure", "1"),
-    ("graph edges", "am_edge", "1"),
-    ("belief history entries", "am_history", "1"),
-    ("forgotten memories within their undo window", "am_forgotten", "1"),
-    ("pins", "am_pin", "1"),
-    ("core facts", "am_core", "1"),
-    ("warm summaries", "am_summary", "1"),
-    ("namespaces", "am_namespace", "1"),
-    ("skills", "am_skill", "1"),
-)
-
-
-def agent_memory_contents(store: SqliteMemoryStore) -> dict[str, int]:
-    """What the agent memory holds in this store beyond the memory store's own rows,
-    counted across every scope, by name (only what is there): what a copy of the memory
-    store alone would leave behind. Empty for a store the agent memory never opened."""
-    have = {
-        str(r[0])
-        for r in store.database.query("SELECT name FROM sqlite_master WHERE type = 'table'")
-    }
-    layer = "type" in {str(r[1]) for r in store.database.query("PRAGMA table_info(memory)")}
-    out: dict[str, int] = {}
-    for name, table, cond in _HELD:
-        if (table == "memory" and not layer) or (table != "memory" and table not in have):
-            continue
-        (n,) = store.database.query(f"SELECT count(*) FROM {table} WHERE {cond}")[0]
-        if n:
-            out[name] = int(n)
-    return out
-
-
 __all__ = [
     "Candidate",
     "Filter",
@@ -580,6 +531,5 @@ __all__ = [
     "Row",
     "SCHEMA_VERSION",
     "SqliteRepository",
-    "agent_memory_contents",
     "entities",
 ]

@@ -1,5 +1,5 @@
 """What ``SqliteMemoryStore`` offers beyond the memory store's public API (its sidecars,
-change feed, shared write transactions, its data dir), as the PostgreSQL store answers
+change feed, its data dir), as the PostgreSQL store answers
 it: ``UnsupportedByBackendError`` with a hint, never a silent no-op or an empty result."""
 
 from __future__ import annotations

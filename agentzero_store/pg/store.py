@@ -7,9 +7,10 @@ same code (``storage.keys``). What the server does see: vectors, scope ids, time
 term-hash statistics.
 
 Many clients may write at once: there is no file lock; transactions and constraints keep
-the invariants (see ``write``). What the SQLite store offers beyond the public API (its
-HNSW sidecar, change feed, shared write transactions) raises
-``UnsupportedByBackendError`` here, never a silent no-op.
+the invariants (see ``write``). A layer above (the agent memory) gets shared write
+transactions (``transaction``, ``pg.tx.PgWriteTx``). What the SQLite store offers beyond
+that (its HNSW sidecar, change feed) raises ``UnsupportedByBackendError`` here, never a
+silent no-op.
 
 A handle keeps the keys it unlocked; a key rotation by another client makes them stale.
 Every write transaction shares the key lock and checks the key version first, and a

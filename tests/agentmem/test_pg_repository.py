@@ -23,9 +23,7 @@ import psycopg
 import pytest
 
 from agentzero_store import SqliteMemoryStore
-from agentzero_store.agentmem import repository as sqlite_repository
 from agentzero_store.agentmem.parts import new_memory
-from agentzero_store.agentmem.postgres import repository as pg_repository
 from agentzero_store.agentmem.postgres.repository import PgRepository
 from agentzero_store.agentmem.records import entity_key
 from agentzero_store.agentmem.repository import Filter, SqliteRepository
@@ -652,38 +650,6 @@ def test_concurrent_create_namespace_has_one_owner(pg_url: str) -> None:
     finally:
         for s in stores:
             s.close()
-
-
-def test_agent_memory_contents_parity(sides: tuple[Side, Side], pg_url: str) -> None:
-    lite, pg = sides
-    # Before the layer writes anything: nothing held (the layer's tables are empty).
-    assert sqlite_repository.agent_memory_contents(lite.store) == {}
-    assert pg_repository.agent_memory_contents(pg.store) == {}
-    seeded(sides)
-    for s in sides:
-        s.repo.set_pin("n01", us(1), True)
-        s.repo.set_core(["n01", "n04"], us(1), "asserted")
-        s.repo.put_summary("s1", "c1", "words", ["t01"], us(1), us(9))
-        s.repo.create_namespace("team", "a1", us(1))
-        s.archive("n03", 5)
-        s.close_fact("n02", 6)
-        with s.repo.transaction() as tx:
-            s.repo.set_review(tx, "t01", 3.0, 5.0, us(30))
-    held = {
-        name.replace("memory.archive.db", "az_am_archive"): n
-        for name, n in sqlite_repository.agent_memory_contents(lite.store).items()
-    }
-    assert pg_repository.agent_memory_contents(pg.store) == held
-    assert held["pins"] == 1 and held["core facts"] == 2 and held["facts"] == 1
-
-
-def test_agent_memory_contents_of_a_store_without_the_layer(pg_url: str) -> None:
-    store = PgMemoryStore.open(pg_url, passphrase=PASSPHRASE, config=FAST, clock=Clock())
-    try:
-        store.append_many([MemoryEntry("a plain turn", org_id=ORG, agent_id=AGENT)])
-        assert pg_repository.agent_memory_contents(store) == {}
-    finally:
-        store.close()
 
 
 def test_concurrent_put_summary_leaves_one_summary(pg_url: str) -> None:

@@ -46,6 +46,15 @@ MEMORY_COLUMNS = (
     " m.expires_at_us, m.sealed"
 )  # what ``RowCodec.open`` reads
 _SEQ = itertools.count(1)
+
+
+def unrepeated_seq() -> int:
+    """A value no earlier call returned: what stands in for a change feed's seq on
+    PostgreSQL (many writers, no feed), so a hot-tier cache is never trusted past one
+    call (``context.HotTier``; the hot turns are read again)."""
+    return -next(_SEQ)
+
+
 NOTE_LOCK = 0x617A_6E74  # "aznt": one (scope, text fingerprint): remember's duplicate check
 
 
@@ -69,7 +78,7 @@ class PgRepositoryCore:
         """A value no earlier call returned: PostgreSQL has many writers and no change
         feed, so a handle's hot-tier cache is never trusted past one call (the hot turns
         are read again; ``context.HotTier``)."""
-        return -next(_SEQ)
+        return unrepeated_seq()
 
     def transaction(self) -> Any:
         """The memory store's write transaction (a ``PgWriteTx`` context manager)."""
@@ -515,21 +524,6 @@ class PgRepositoryCore:
                 (vector_text(qv, len(qv)), *self._scope, f.now_us, *params, pool),
             )
         return [(int(lab), 1.0 - float(d)) for lab, d in rows]
-
-    def vectors(self, f: Filter) -> tuple[list[int], bytes]:
-        """Labels and float32 vectors of every memory that passes ``f`` (exact search)."""
-        where, params = self._filter_sql(f)
-        rows = self._q(
-            "SELECT m.label, m.embedding::real[] FROM az_memory m WHERE m.type IS NOT NULL"
-            " AND m.org_id = %s AND m.agent_id = %s AND m.embedding IS NOT NULL"
-            f" AND (m.expires_at_us IS NULL OR m.expires_at_us > %s) AND {where}",
-            (*self._scope, f.now_us, *params),
-        )
-        import numpy as np
-
-        return [int(r[0]) for r in rows], b"".join(
-            np.asarray(r[1], dtype=np.float32).tobytes() for r in rows
-        )
 
 
 __all__ = ["MEMORY_COLUMNS", "PgRepositoryCore", "READ_COLUMNS"]

@@ -33,7 +33,7 @@ from .lifecycle import PgLifecycleRows
 from .schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from ...pg.store import PgMemoryStore
+    pass
 
 _SUMMARY = "az_am_summary"  # the sealed summary texts' table (the codec's AAD)
 _SCAN_FIRST, _SCAN_MAX = 32, 1024  # rows per chunk of a client-side filtered walk
@@ -602,62 +602,6 @@ class PgRepositoryRows(PgRepositoryCore):
                 chunk = min(chunk * 2, _SCAN_MAX)
 
 
-# What the agent memory keeps beyond the memory store's rows, by what a person would call
-# it: (name, table, condition), as ``agentmem.repository._HELD``. The access log is not
-# listed (leaving it behind loses no memory); skills have no PostgreSQL table yet.
-_HELD = (
-    ("notes (semantic or procedural memories)", "az_memory", "type <> 'episodic'"),
-    ("speakers of turns", "az_memory", "speaker IS NOT NULL"),
-    (
-        "memories strengthened by feedback",
-        "az_memory",
-        "last_review_us IS NOT NULL AND last_review_us <> created_at_us",
-    ),
-    (
-        "archived memories (their text is in az_am_archive)",
-        "az_memory",
-        "archived_at_us IS NOT NULL",
-    ),
-    ("entities memories are about", "az_am_about", "true"),
-    ("facts", "az_am_fact", "true"),
-    ("procedures", "az_am_procedure", "true"),
-    ("graph edges", "az_am_edge", "true"),
-    ("belief history entries", "az_am_history", "true"),
-    ("forgotten memories within their undo window", "az_am_forgotten", "true"),
-    ("pins", "az_am_pin", "true"),
-    ("core facts", "az_am_core", "true"),
-    ("warm summaries", "az_am_summary", "true"),
-    ("namespaces", "az_am_namespace", "true"),
-)
-
-
-def agent_memory_contents(store: PgMemoryStore) -> dict[str, int]:
-    """What the agent memory holds in this PostgreSQL store beyond the memory store's
-    own rows, counted across every scope, by name (only what is there). Empty for a
-    store the agent memory never opened."""
-    layer = bool(
-        store.query(
-            "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('az_memory')"
-            " AND attname = 'type' AND NOT attisdropped)"
-        )[0][0]
-    )
-    tables = sorted({t for _, t, _ in _HELD if t != "az_memory"})
-    have = {
-        str(r[0])
-        for r in store.query(
-            "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL", (tables,)
-        )
-    }
-    out: dict[str, int] = {}
-    for name, table, cond in _HELD:
-        if (table == "az_memory" and not layer) or (table != "az_memory" and table not in have):
-            continue
-        (n,) = store.query(f"SELECT count(*) FROM {table} WHERE {cond}")[0]
-        if n:
-            out[name] = int(n)
-    return out
-
-
 class PgRepository(PgLifecycleRows, PgBeliefRows, PgRepositoryRows):
     """The agent-memory tables of one (org, agent) scope in a PostgreSQL store: the
     core and reads (``core``), the archive's rows (``archive``), beliefs (``beliefs``),
@@ -673,6 +617,5 @@ __all__ = [
     "PgRepository",
     "PgRepositoryRows",
     "Row",
-    "agent_memory_contents",
     "entities",
 ]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import itertools
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import Scope
 from .archive import PgArchive
+from .core import unrepeated_seq
 from .repository import PgRepository
 
 if TYPE_CHECKING:
@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from ...pg.store import PgMemoryStore
-
-_SEQ = itertools.count(1)
 
 
 class PgSide:
@@ -54,7 +52,7 @@ class PgSide:
         self.store.query_no_rows("ANALYZE az_memory, az_terms")
 
     def change_seq(self) -> int:
-        return -next(_SEQ)  # never the same twice: the hot-tier cache is never trusted
+        return unrepeated_seq()  # the hot-tier cache is never trusted
 
 
 __all__ = ["PgSide"]
