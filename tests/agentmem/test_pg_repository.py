@@ -36,7 +36,7 @@ from tests.conftest import FAST, PASSPHRASE
 T = TypeVar("T")
 ORG, AGENT = "acme", "a1"
 DIM = 8
-SECRET_SUMMARY = "the vault code is 7731 and Zanzibar knows it"
+SECRET_SUMMARY = "the vault code is qx7731vw and Zanzibar knows it"
 
 
 def us(seconds: float) -> int:
@@ -540,7 +540,7 @@ def test_summary_text_never_reaches_the_server(pg_url: str) -> None:
         assert got is not None and got[0] == SECRET_SUMMARY
         dump = _dump(pg_url)
         assert b"az_am_summary" not in dump  # (the dump holds rows, not names)
-        for needle in (SECRET_SUMMARY, "vault code", "Zanzibar", "7731"):
+        for needle in (SECRET_SUMMARY, "vault code", "Zanzibar", "qx7731vw"):
             assert needle.encode() not in dump
             assert needle.encode().hex().encode() not in dump  # nor as bytea hex
         with psycopg.connect(pg_url) as conn:
