@@ -142,7 +142,9 @@ class ItemRepository:
             for r in self._q(
                 "SELECT v.item_id, v.vector FROM az_item i JOIN az_item_vector v"
                 f" ON v.item_id = i.id WHERE i.collection = ?{where}"
-                f" AND (i.expires_at_us IS NULL OR i.expires_at_us > ?)",
+                " AND (i.expires_at_us IS NULL OR i.expires_at_us > ?)"
+                # Insertion order: equal scores rank as LangGraph's InMemoryStore ranks them.
+                " ORDER BY v.item_id",
                 (self.collection, *params, now_us),
             )
         ]
