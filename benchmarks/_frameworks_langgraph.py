@@ -25,11 +25,13 @@ from _harness import Figure, median
 
 GROUP = "frameworks"
 DIMS = 64
-WORDS = (
-    "tea coffee lemon sugar cake bread river mountain garden window music jazz piano "
-    "violin dog cat horse bird python rust golang database index vector memory agent "
-    "travel paris tokyo berlin summer winter autumn spring doctor nurse hospital train"
-).split()
+WORDS = [
+    "tea", "coffee", "lemon", "sugar", "cake", "bread", "river", "mountain", "garden",
+    "window", "music", "jazz", "piano", "violin", "dog", "cat", "horse", "bird", "python",
+    "rust", "golang", "database", "index", "vector", "memory", "agent", "travel", "paris",
+    "tokyo", "berlin", "summer", "winter", "autumn", "spring", "doctor", "nurse",
+    "hospital", "train",
+]
 
 
 def embed(texts: Sequence[str]) -> list[list[float]]:
@@ -58,7 +60,9 @@ def _checkpoint(step: int) -> dict[str, Any]:
     return dict(cp)
 
 
-def _alternate(n: int, ours: Callable[[int], float], ref: Callable[[int], float]) -> tuple[list[float], list[float]]:
+def _alternate(
+    n: int, ours: Callable[[int], float], ref: Callable[[int], float]
+) -> tuple[list[float], list[float]]:
     a: list[float] = []
     b: list[float] = []
     for i in range(n):
@@ -77,7 +81,9 @@ def _timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t
 
 
-def _figure(name: str, label: str, ref_label: str, ours: list[float], ref: list[float], note: str = "") -> Figure:
+def _figure(
+    name: str, label: str, ref_label: str, ours: list[float], ref: list[float], note: str = ""
+) -> Figure:
     o, a = median(ours) * 1e3, median(ref) * 1e3
     ratio = o / a
     return Figure(GROUP, name, label, o, "ms", a, ref_label, ratio, "≤ 2×", ratio <= 2.0,
@@ -182,7 +188,8 @@ def store_figures(tmp: Path, n_items: int, n: int) -> list[Figure]:
     return [
         _figure("lg_store_put", "LangGraph store put, one item with its embedding (p50)",
                 "SqliteStore", put_ours, put_ref),
-        _figure("lg_store_search", f"LangGraph store search, text query over {n_items:,} items (p50)",
+        _figure("lg_store_search",
+                f"LangGraph store search, text query over {n_items:,} items (p50)",
                 "SqliteStore + sqlite-vec", search_ours, search_ref,
                 "exact cosine over every vector on both sides"),
     ]

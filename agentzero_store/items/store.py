@@ -14,6 +14,7 @@ store, a LangChain vector store, a checkpointer): each sees only its own.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +43,7 @@ from .records import (
     ns_text,
 )
 from .repository import ItemRepository, Order, row_to_item
+from .vector_cache import VectorCache, rank
 
 Clock = Callable[[], datetime]
 Ranking = Literal["vector", "hybrid"]
@@ -78,6 +80,7 @@ class ItemStore:
         self.collection = collection
         schema.migrate(store)
         self._repo = ItemRepository(store, collection)
+        self._vectors = VectorCache()
 
     @classmethod
     def open(
@@ -314,70 +317,66 @@ class ItemStore:
         off: int,
     ) -> list[ItemHit]:
         now = self._now()
-        pairs = self._repo.vectors(ns, now)
+        dims = self._repo.dims()
         scores: dict[int, float] = {}
         ranked: list[int] = []
-        if pairs:
-            dims = {len(v) // 4 for _, v in pairs}
-            if dims != {query.shape[0]}:
+        if dims is not None:
+            if dims != query.shape[0]:
                 raise InvalidArgumentError(
                     f"the query vector has {query.shape[0]} dimensions; the collection's "
-                    f"have {sorted(dims)}",
+                    f"have {dims}",
                     hint="embed the query with the collection's embedding model",
                 )
-            ids = np.fromiter((i for i, _ in pairs), dtype=np.int64, count=len(pairs))
-            mat = np.frombuffer(b"".join(v for _, v in pairs), dtype=np.float32).reshape(
-                len(pairs), query.shape[0]
-            )
-            sims = _cosine(mat, query)
-            order = np.argsort(-sims, kind="stable")
-            for idx in order.tolist():  # max pooling: an item's best field ranks it
-                item_id = int(ids[idx])
-                if item_id not in scores:
-                    scores[item_id] = float(sims[idx])
-                    ranked.append(item_id)
+            cached = self._vectors.get(self._repo.version(), dims, self._repo.vectors)
+            ids, unit = cached.under(ns)
+            ranked, sims = rank(ids, unit, query)
+            scores = dict(zip(ranked, sims, strict=True))
         if text is not None:
             match = fts5_query(text)
             words = self._repo.keyword(match, ns, now, _KEYWORD_POOL) if match else []
             fused = rrf_fuse({"vector": ranked, "keyword": words}, limit=len(ranked) + len(words))
             ranked = [f.key for f in fused]
-        have = set(ranked)
-        ranked += [i for i in self._repo.unvectored(ns, now) if i not in have]
-        return self._page(ranked, scores, flt, lim, off, now)
+
+        def unscored() -> Iterator[int]:
+            # A generator: its query runs only when the ranked items do not fill the
+            # page (LangGraph's stores fill it with the items that have no vector).
+            have = set(ranked)
+            yield from (i for i in self._repo.unvectored(ns, now) if i not in have)
+
+        return self._page(itertools.chain(ranked, unscored()), scores, flt, lim, off, now)
 
     def _page(
         self,
-        ranked: list[int],
+        ranked: Iterator[int],
         scores: dict[int, float],
         flt: dict[str, Any] | None,
         lim: int,
         off: int,
         now: int,
     ) -> list[ItemHit]:
-        """The hits ``off`` .. ``off + lim`` of ``ranked`` that match ``flt``, read in
-        chunks so an unfiltered page reads only its own rows."""
+        """The hits ``off`` .. ``off + lim`` of ``ranked`` that are live and match
+        ``flt``, read in chunks: an unfiltered page reads little more than its own rows."""
         out: list[ItemHit] = []
         seen = 0
-        step = max(lim + off, 64) if flt else lim + off
-        for start in range(0, len(ranked), max(step, 1)):
-            chunk = ranked[start : start + step] if flt else ranked[off : off + lim]
+        step = max(lim + off, 16 if not flt else 64)
+        while True:
+            chunk = list(itertools.islice(ranked, step))
+            if not chunk:
+                return out
             rows = self._repo.by_ids(chunk, now)
             for item_id in chunk:
                 row = rows.get(item_id)
-                if row is None:
+                if row is None:  # expired (or deleted) since the ranking
                     continue
                 item = row_to_item(row)
                 if flt and not matches(item.value, flt):
                     continue
                 seen += 1
-                if flt and seen <= off:
+                if seen <= off:
                     continue
                 out.append(ItemHit(item, scores.get(item_id)))
                 if len(out) >= lim:
                     return out
-            if not flt:
-                break
-        return out
 
     def namespaces(
         self,
@@ -421,16 +420,6 @@ def _offset(offset: Any) -> int:
             f"offset must be a whole number from 0 to {MAX_RESULTS * 100:,}, got {offset!r}"
         )
     return offset
-
-
-def _cosine(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Cosine similarity of each row of ``mat`` to ``q`` (0 for a zero vector)."""
-    norms = np.linalg.norm(mat, axis=1) * float(np.linalg.norm(q))
-    dots = mat @ q
-    out = np.zeros(len(mat), dtype=np.float64)
-    ok = norms > 0
-    out[ok] = dots[ok] / norms[ok]
-    return out
 
 
 __all__ = ["ItemStore", "Ranking"]

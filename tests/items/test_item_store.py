@@ -216,6 +216,23 @@ def test_vector_search_max_pools_fields_and_pages(items: ItemStore) -> None:
         items.search(("v",), vector=[1, 2])
 
 
+def test_search_sees_every_handles_writes(data_dir: Path, items: ItemStore, clock: Clock) -> None:
+    items.put(("c",), "a", {}, vectors={"f": [1, 0]})
+    assert [h.item.key for h in items.search(("c",), vector=[0, 1])] == ["a"]  # now cached
+    with ItemStore.open(data_dir, passphrase=PASSPHRASE, config=FAST, clock=clock) as other:
+        other.put(("c",), "b", {}, vectors={"f": [0, 1]})
+        assert [h.item.key for h in items.search(("c",), vector=[0, 1])] == ["b", "a"]
+        other.put(("c",), "b", {}, vectors={"f": [1, 0]})  # replaced: its old vector goes
+        hits = items.search(("c",), vector=[0, 1])
+        assert [round(h.score or 0, 3) for h in hits] == [0.0, 0.0]
+        other.delete(("c",), "a")
+        assert [h.item.key for h in items.search(("c",), vector=[0, 1])] == ["b"]
+    items.put(("c",), "short", {}, vectors={"f": [0, 1]}, ttl=5)
+    assert items.search(("c",), vector=[0, 1], limit=1)[0].item.key == "short"
+    clock.advance(6)  # expired: never returned, though its vector is still cached
+    assert [h.item.key for h in items.search(("c",), vector=[0, 1])] == ["b"]
+
+
 def test_hybrid_ranking_fuses_keywords(items: ItemStore) -> None:
     items.put(("h",), "vec", {}, vectors={"t": [1, 0]}, text="nothing in common")
     items.put(("h",), "word", {}, vectors={"t": [0.6, 0.8]}, text="the zebra crossing")
