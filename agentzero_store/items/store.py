@@ -328,8 +328,7 @@ class ItemStore:
                     hint="embed the query with the collection's embedding model",
                 )
             cached = self._vectors.get(self._repo.version(), dims, self._repo.vectors)
-            ids, unit = cached.under(ns)
-            ranked, sims = rank(ids, unit, query)
+            ranked, sims = rank(cached, cached.under(ns), query)
             scores = dict(zip(ranked, sims, strict=True))
         if text is not None:
             match = fts5_query(text)
