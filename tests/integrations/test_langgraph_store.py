@@ -400,6 +400,17 @@ def test_ttl_refreshes_on_read_unless_told_not_to(data_dir: Path) -> None:
         assert s.get(("n",), "k") is None
 
 
+def test_ttl_sweeper_thread(data_dir: Path) -> None:
+    with AgentZeroStore(data_dir, key=KEY, config=FAST, ttl={"default_ttl": TTL_MIN}) as s:
+        s.put(("sw",), "k", {"v": 1})
+        s.start_ttl_sweeper(sweep_interval_minutes=0.2 / 60)
+        s.start_ttl_sweeper()  # already running: nothing more
+        time.sleep(1.5)  # expired after 0.5 s; swept every 0.2 s
+        assert s.sweep_ttl() == 0  # the sweeper deleted it already
+        assert s.stop_ttl_sweeper(timeout=5)
+    assert s.stop_ttl_sweeper(timeout=1)  # close stopped it; stopping again is fine
+
+
 def test_bad_ttl_is_typed(store: AgentZeroStore) -> None:
     with pytest.raises(InvalidArgumentError, match="minutes"):
         store.put(("t",), "k", {}, ttl=-5)

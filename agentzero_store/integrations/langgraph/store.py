@@ -14,6 +14,8 @@ live (``ttl={"refresh_on_read": False}`` turns that off).
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +40,11 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from ... import InvalidArgumentError, ItemStore, StoreConfig
+from ... import AgentZeroStoreError, InvalidArgumentError, ItemStore, StoreConfig
 from ... import Item as StoredItem
 from .errors import InvalidNamespace, UnsupportedOperation
+
+log = logging.getLogger(__name__)
 
 COLLECTION = "langgraph.store"
 Ranking = Literal["vector", "hybrid"]
@@ -105,6 +109,8 @@ class AgentZeroStore(BaseStore):
             ]
         self.ttl_config = ttl
         self._ranking: Ranking = ranking
+        self._sweeper: threading.Thread | None = None
+        self._sweep_stop = threading.Event()
         self._items = ItemStore.open(
             data_dir,
             collection=collection,
@@ -121,7 +127,9 @@ class AgentZeroStore(BaseStore):
         return self._items
 
     def close(self) -> None:
-        """Close the data dir. Idempotent; later calls raise ``StoreClosedError``."""
+        """Stop the TTL sweeper, close the data dir. Idempotent; later calls raise
+        ``StoreClosedError``."""
+        self.stop_ttl_sweeper(timeout=5)
         self._items.close()
 
     def __enter__(self) -> AgentZeroStore:
@@ -133,6 +141,40 @@ class AgentZeroStore(BaseStore):
     def sweep_ttl(self) -> int:
         """Delete the expired items now (reads never return them anyway); how many."""
         return self._items.sweep_expired()
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
+        """Delete expired items every ``sweep_interval_minutes`` (default: the TTL
+        config's ``sweep_interval_minutes``, else 5) in a daemon thread, as
+        ``SqliteStore`` does; ``stop_ttl_sweeper`` (or ``close``) ends it. Expired items
+        are never returned either way: the sweep only gives their space back."""
+        if self._sweeper is not None and self._sweeper.is_alive():
+            return
+        conf = self.ttl_config or {}
+        minutes = sweep_interval_minutes or conf.get("sweep_interval_minutes") or 5
+        self._sweep_stop.clear()
+
+        def loop() -> None:
+            while not self._sweep_stop.wait(float(minutes) * 60):
+                try:
+                    self.sweep_ttl()
+                except AgentZeroStoreError as exc:  # closed, locked: say so, keep going
+                    log.warning("TTL sweep failed: %s", exc)
+                    if self._items.closed:
+                        return
+
+        self._sweeper = threading.Thread(target=loop, name="agentzero-ttl-sweeper", daemon=True)
+        self._sweeper.start()
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; False if it did not end within ``timeout`` seconds."""
+        self._sweep_stop.set()
+        if self._sweeper is None:
+            return True
+        self._sweeper.join(timeout)
+        stopped = not self._sweeper.is_alive()
+        if stopped:
+            self._sweeper = None
+        return stopped
 
     # ------------------------------------------------------------------ batches
     def batch(self, ops: Iterable[Op]) -> list[Result]:
