@@ -33,14 +33,15 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ... import InvalidArgumentError, ItemStore, StoreConfig
+from ... import InvalidArgumentError, StoreConfig
 from ... import Item as StoredItem
+from .handle import ItemsHandle
 
 COLLECTION = "langgraph.checkpoints"
 _PAGE = 100  # checkpoints read per query while a list filters on metadata
 
 
-class AgentZeroSaver(BaseCheckpointSaver[str]):
+class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
     """LangGraph's checkpointer in an encrypted data dir (SQLCipher ``memory.db``).
 
     Args:
@@ -63,29 +64,7 @@ class AgentZeroSaver(BaseCheckpointSaver[str]):
         config: StoreConfig | None = None,
     ) -> None:
         super().__init__(serde=serde)
-        self._items = ItemStore.open(
-            data_dir,
-            collection=collection,
-            passphrase=passphrase,
-            key=key,
-            key_file=key_file,
-            config=config,
-        )
-
-    @property
-    def items(self) -> ItemStore:
-        """The item store underneath (its ``close`` is this saver's)."""
-        return self._items
-
-    def close(self) -> None:
-        """Close the data dir. Idempotent; later calls raise ``StoreClosedError``."""
-        self._items.close()
-
-    def __enter__(self) -> AgentZeroSaver:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._open_items(data_dir, collection, passphrase, key, key_file, config)
 
     # ------------------------------------------------------------------ reads
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

@@ -40,9 +40,10 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from ... import AgentZeroStoreError, InvalidArgumentError, ItemStore, StoreConfig
+from ... import AgentZeroStoreError, InvalidArgumentError, StoreConfig
 from ... import Item as StoredItem
 from .errors import InvalidNamespace, UnsupportedOperation
+from .handle import ItemsHandle
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class _Plan:
     queries: list[str] = field(default_factory=list)
 
 
-class AgentZeroStore(BaseStore):
+class AgentZeroStore(ItemsHandle, BaseStore):
     """LangGraph's ``BaseStore`` in an encrypted data dir (SQLCipher ``memory.db``).
 
     Args:
@@ -111,32 +112,13 @@ class AgentZeroStore(BaseStore):
         self._ranking: Ranking = ranking
         self._sweeper: threading.Thread | None = None
         self._sweep_stop = threading.Event()
-        self._items = ItemStore.open(
-            data_dir,
-            collection=collection,
-            passphrase=passphrase,
-            key=key,
-            key_file=key_file,
-            config=config,
-        )
-
-    # ------------------------------------------------------------------ lifecycle
-    @property
-    def items(self) -> ItemStore:
-        """The item store underneath (its ``close`` is this store's)."""
-        return self._items
+        self._open_items(data_dir, collection, passphrase, key, key_file, config)
 
     def close(self) -> None:
         """Stop the TTL sweeper, close the data dir. Idempotent; later calls raise
         ``StoreClosedError``."""
         self.stop_ttl_sweeper(timeout=5)
-        self._items.close()
-
-    def __enter__(self) -> AgentZeroStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        super().close()
 
     def sweep_ttl(self) -> int:
         """Delete the expired items now (reads never return them anyway); how many."""
