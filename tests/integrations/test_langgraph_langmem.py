@@ -19,7 +19,7 @@ from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
 from agentzero_store.integrations.langgraph import AgentZeroStore  # noqa: E402
 
 from ..conftest import FAST  # noqa: E402
-from .conftest import DIMS, KEY, fake_embed  # noqa: E402
+from .langgraph_support import DIMS, KEY, fake_embed  # noqa: E402
 
 
 @pytest.fixture

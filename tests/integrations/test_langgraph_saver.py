@@ -23,7 +23,7 @@ from agentzero_store import InvalidArgumentError, StoreClosedError, WrongKeyErro
 from agentzero_store.integrations.langgraph import AgentZeroSaver  # noqa: E402
 
 from ..conftest import FAST, scan_for, text_needles  # noqa: E402
-from .conftest import KEY  # noqa: E402
+from .langgraph_support import KEY  # noqa: E402
 
 # Puts checkpoints whose one channel holds 400 KB that spell the step, printing the step
 # after each put returned (acknowledged); the parent kills it at a random instant.

@@ -38,7 +38,7 @@ from agentzero_store.integrations.langgraph import (  # noqa: E402
 )
 
 from ..conftest import FAST  # noqa: E402
-from .conftest import DIMS, KEY, fake_embed  # noqa: E402
+from .langgraph_support import DIMS, KEY, fake_embed  # noqa: E402
 
 INDEX: dict[str, Any] = {"dims": DIMS, "embed": fake_embed, "fields": ["text"]}
 

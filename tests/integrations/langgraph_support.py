@@ -1,5 +1,5 @@
-"""Fixtures of the framework adapters' tests: a fast-KDF data dir with a raw key, and a
-deterministic embedder (the point: offline tests with scores that can be checked)."""
+"""Shared by the LangGraph adapter tests: a raw key, and a deterministic embedder (the
+point: offline tests with scores that can be checked)."""
 
 from __future__ import annotations
 
