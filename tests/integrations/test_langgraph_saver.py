@@ -12,12 +12,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
 pytest.importorskip("langgraph.checkpoint.base")
 
+from langgraph.channels.delta import DeltaChannel  # noqa: E402
 from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
+from langgraph.graph import START, StateGraph  # noqa: E402
 
 from agentzero_store import InvalidArgumentError, StoreClosedError, WrongKeyError  # noqa: E402
 from agentzero_store.integrations.langgraph import AgentZeroSaver  # noqa: E402
@@ -153,3 +156,48 @@ def test_closed_saver_and_wrong_key(tmp_path: Path) -> None:
         asyncio.run(saver.aget_tuple({"configurable": {"thread_id": "t"}}))
     with pytest.raises(WrongKeyError):
         AgentZeroSaver(root, key=bytes(32), config=FAST)
+
+
+def _log(state: Any, writes: Any) -> list[str]:
+    """A DeltaChannel reducer: append every write's entries."""
+    out = list(state)
+    for w in writes:
+        out.extend(w)
+    return out
+
+
+class _Steps(TypedDict):
+    log: Annotated[list, DeltaChannel(_log, snapshot_frequency=3)]
+    n: int
+
+
+def test_prune_keeps_what_delta_channels_need(tmp_path: Path) -> None:
+    """keep_latest drops old checkpoints but never the ancestors a DeltaChannel is
+    rebuilt from (keeping only the latest would rebuild ``log`` from nothing)."""
+
+    def step(s: _Steps) -> dict[str, Any]:
+        return {"log": [f"e{s['n']}"], "n": s["n"] + 1}
+
+    builder = StateGraph(_Steps)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    with AgentZeroSaver(tmp_path / "data", key=KEY, config=FAST) as saver:
+        graph = builder.compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "delta"}}
+        other: Any = {"configurable": {"thread_id": "other"}}
+        for i in range(7):
+            graph.invoke({"n": i}, config)
+        graph.invoke({"n": 0}, other)
+        want = graph.get_state(config).values
+        assert want["log"] == [f"e{i}" for i in range(7)]
+        before = len(list(saver.list(config)))
+        others = [t.checkpoint["id"] for t in saver.list(other)]
+        saver.prune(["delta"], strategy="keep_latest")
+        assert graph.get_state(config).values == want  # log rebuilt whole
+        after = list(saver.list(config))
+        assert 1 < len(after) < before  # pruned, but not down to the latest alone
+        assert [t.checkpoint["id"] for t in saver.list(other)] == others
+        asyncio.run(saver.aprune(["delta", "other"], strategy="delete"))
+        assert list(saver.list(None)) == []
+        with pytest.raises(InvalidArgumentError, match="strategy"):
+            saver.prune(["x"], strategy="oldest")

@@ -243,6 +243,60 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
                 ns = (item.namespace[0], dst, *item.namespace[2:])
                 batch.put(ns, item.key, item.value, data=item.data)
 
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune threads: ``"delete"`` removes them; ``"keep_latest"`` keeps the latest
+        checkpoint of each namespace (with its writes) and drops the rest, except the
+        ancestors (and their writes) a ``DeltaChannel`` still needs to be rebuilt, so
+        none is silently rebuilt empty (LangGraph's warning on ``prune``). Each thread
+        is one transaction."""
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidArgumentError(
+                f"unknown prune strategy {strategy!r}", hint='use "keep_latest" or "delete"'
+            )
+        for tid in dict.fromkeys(_seg(str(t), "thread_id") for t in thread_ids):
+            if strategy == "delete":
+                self.delete_thread(tid)
+                continue
+            found = self._items.scan(("cp", tid), order="-key")
+            keep: set[tuple[tuple[str, ...], str]] = set()
+            by_ns: dict[tuple[str, ...], dict[str, StoredItem]] = {}
+            for item in found:
+                by_ns.setdefault(item.namespace, {})[item.key] = item
+            for chain in by_ns.values():
+                keep |= {(i.namespace, i.key) for i in self._needed(chain)}
+            drop = [i for i in found if (i.namespace, i.key) not in keep]
+            if drop:
+                with self._items.batch() as batch:
+                    for item in drop:
+                        batch.delete(item.namespace, item.key)
+                        batch.delete_under(("w", *item.namespace[1:], item.key), exact=True)
+
+    def _needed(self, chain: dict[str, StoredItem]) -> builtins.list[StoredItem]:
+        """The latest checkpoint of one namespace and the ancestors its delta channels
+        need: back to the nearest one holding a value (a ``_DeltaSnapshot``) of each.
+        The delta channels are those LangGraph counts in the metadata
+        (``counters_since_delta_snapshot``); one between snapshots has no value in the
+        checkpoint, and is rebuilt from the writes of the checkpoints since."""
+        latest = chain[max(chain)]
+        counters = self._metadata(latest).get("counters_since_delta_snapshot") or {}
+        missing = set(counters)
+        out: builtins.list[StoredItem] = []
+        item: StoredItem | None = latest
+        while item is not None:
+            out.append(item)
+            if missing:
+                missing -= set(self._checkpoint(item).get("channel_values", {}))
+            if not missing:
+                break
+            parent = item.value.get("parent")
+            item = chain.get(parent) if isinstance(parent, str) else None
+        return out
+
+    def _checkpoint(self, item: StoredItem) -> dict[str, Any]:
+        parts = _unframe(item.data or b"")
+        got: dict[str, Any] = self.serde.loads_typed((parts[0].decode(), parts[1]))
+        return got
+
     # ------------------------------------------------------------------ async
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """``get_tuple`` in a worker thread."""
@@ -287,6 +341,10 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """``delete_for_runs`` in a worker thread."""
         await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``prune`` in a worker thread."""
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """``copy_thread`` in a worker thread."""
