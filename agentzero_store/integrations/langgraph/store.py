@@ -7,7 +7,8 @@ batch's writes, and the writes (last one wins per item) commit in one transactio
 in LangGraph's own stores. Semantic search ranks and scores as theirs do: the cosine
 similarity of the query to the item's best indexed field; items with no vector follow,
 unscored. ``ranking="hybrid"`` fuses that ranking with keyword (BM25) ranking of the
-indexed text instead. Expired items are never returned; reads restart an item's time to
+indexed text instead (the text is indexed on every put, whichever ranking a handle
+uses, so a store can be reopened with the other). Expired items are never returned; reads restart an item's time to
 live (``ttl={"refresh_on_read": False}`` turns that off).
 """
 
@@ -313,7 +314,7 @@ class AgentZeroStore(ItemsHandle, BaseStore):
                     str(op.key),
                     op.value,
                     vectors=vectors or None,
-                    text=text if self._ranking == "hybrid" else None,
+                    text=text,  # keyword-indexed always: ranking is chosen per open
                     ttl=None if op.ttl is None else _minutes(op.ttl) * 60.0,
                 )
 
