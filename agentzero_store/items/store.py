@@ -14,19 +14,15 @@ store, a LangChain vector store, a checkpointer): each sees only its own.
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-import numpy as np
-
 from ..base.config import StoreConfig
 from ..base.errors import InvalidArgumentError, StoreClosedError
 from ..base.limits import MAX_RESULTS, check_limit
-from ..base.ranking import fts5_query, rrf_fuse
 from ..memory.records import to_us
 from ..memory.store import SqliteMemoryStore
 from . import schema
@@ -43,11 +39,11 @@ from .records import (
     ns_text,
 )
 from .repository import ItemRepository, Order, row_to_item
-from .vector_cache import VectorCache, rank
+from .search import Page, ranked_page
+from .vector_cache import VectorCache
 
 Clock = Callable[[], datetime]
 Ranking = Literal["vector", "hybrid"]
-_KEYWORD_POOL = 1000  # keyword candidates fused with the vector ranking (hybrid)
 
 
 def _utcnow() -> datetime:
@@ -295,9 +291,9 @@ class ItemStore:
         else:
             q = check_vectors({"query": vector})
             assert q is not None
-            hits = self._ranked(
-                ns, q["query"], text if ranking == "hybrid" else None, flt, lim, off
-            )
+            hybrid = text if ranking == "hybrid" else None
+            page = Page(flt, lim, off, self._now())
+            hits = ranked_page(self._repo, self._vectors, ns, q["query"], hybrid, page)
         if refresh_ttl and any(h.item.ttl_s is not None for h in hits):
             self._refresh_items([h.item for h in hits])
         return hits
@@ -306,76 +302,6 @@ class ItemStore:
         now = self._now()
         rows = self._repo.get([(i.namespace, i.key) for i in items if i.ttl_s], now)
         self._refresh(list(rows.values()), now)
-
-    def _ranked(
-        self,
-        ns: Namespace,
-        query: np.ndarray,
-        text: str | None,
-        flt: dict[str, Any] | None,
-        lim: int,
-        off: int,
-    ) -> list[ItemHit]:
-        now = self._now()
-        dims = self._repo.dims()
-        scores: dict[int, float] = {}
-        ranked: list[int] = []
-        if dims is not None:
-            if dims != query.shape[0]:
-                raise InvalidArgumentError(
-                    f"the query vector has {query.shape[0]} dimensions; the collection's "
-                    f"have {dims}",
-                    hint="embed the query with the collection's embedding model",
-                )
-            cached = self._vectors.get(self._repo.version(), dims, self._repo.vectors)
-            ranked, sims = rank(cached, cached.under(ns), query)
-            scores = dict(zip(ranked, sims, strict=True))
-        if text is not None:
-            match = fts5_query(text)
-            words = self._repo.keyword(match, ns, now, _KEYWORD_POOL) if match else []
-            fused = rrf_fuse({"vector": ranked, "keyword": words}, limit=len(ranked) + len(words))
-            ranked = [f.key for f in fused]
-
-        def unscored() -> Iterator[int]:
-            # A generator: its query runs only when the ranked items do not fill the
-            # page (LangGraph's stores fill it with the items that have no vector).
-            have = set(ranked)
-            yield from (i for i in self._repo.unvectored(ns, now) if i not in have)
-
-        return self._page(itertools.chain(ranked, unscored()), scores, flt, lim, off, now)
-
-    def _page(
-        self,
-        ranked: Iterator[int],
-        scores: dict[int, float],
-        flt: dict[str, Any] | None,
-        lim: int,
-        off: int,
-        now: int,
-    ) -> list[ItemHit]:
-        """The hits ``off`` .. ``off + lim`` of ``ranked`` that are live and match
-        ``flt``, read in chunks: an unfiltered page reads little more than its own rows."""
-        out: list[ItemHit] = []
-        seen = 0
-        step = max(lim + off, 16 if not flt else 64)
-        while True:
-            chunk = list(itertools.islice(ranked, step))
-            if not chunk:
-                return out
-            rows = self._repo.by_ids(chunk, now)
-            for item_id in chunk:
-                row = rows.get(item_id)
-                if row is None:  # expired (or deleted) since the ranking
-                    continue
-                item = row_to_item(row)
-                if flt and not matches(item.value, flt):
-                    continue
-                seen += 1
-                if seen <= off:
-                    continue
-                out.append(ItemHit(item, scores.get(item_id)))
-                if len(out) >= lim:
-                    return out
 
     def namespaces(
         self,

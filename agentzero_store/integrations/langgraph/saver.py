@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import random
-import struct
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,16 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ... import InvalidArgumentError, StoreConfig
 from ... import Item as StoredItem
+from .configs import (
+    checkpoint_id_of,
+    config_of,
+    frame,
+    metadata_matches,
+    ns_of,
+    segment,
+    thread_of,
+    unframe,
+)
 from .handle import ItemsHandle
 
 COLLECTION = "langgraph.checkpoints"
@@ -70,10 +79,10 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint of ``config`` (its ``checkpoint_id``, else the thread's
         latest in ``checkpoint_ns``), with its pending writes; None if there is none."""
-        thread_id, ns = _thread(config), _ns(config)
+        thread_id, ns = thread_of(config), ns_of(config)
         cid = get_checkpoint_id(config)
         if cid:
-            found = self._items.get(("cp", thread_id, ns), _id(cid))
+            found = self._items.get(("cp", thread_id, ns), checkpoint_id_of(cid))
         else:
             latest = self._items.scan(("cp", thread_id, ns), exact=True, order="-key", limit=1)
             found = latest[0] if latest else None
@@ -105,10 +114,10 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
         exact = False
         only: str | None = None
         if config is not None:
-            prefix = ("cp", _thread(config))
+            prefix = ("cp", thread_of(config))
             ns = config.get("configurable", {}).get("checkpoint_ns")
             if ns is not None:
-                prefix, exact = (*prefix, _seg(ns, "checkpoint_ns")), True
+                prefix, exact = (*prefix, segment(ns, "checkpoint_ns")), True
             only = get_checkpoint_id(config)
         below = get_checkpoint_id(before) if before else None
         out: builtins.list[CheckpointTuple] = []
@@ -121,7 +130,7 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
             for item in page:
                 if only and item.key != only:
                     continue
-                if flt and not _matches(self._metadata(item), flt):
+                if flt and not metadata_matches(self._metadata(item), flt):
                     continue
                 out.append(self._tuple(item))
                 if limit is not None and len(out) >= limit:
@@ -131,7 +140,7 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
 
     def _tuple(self, item: StoredItem) -> CheckpointTuple:
         _, thread_id, ns = item.namespace
-        parts = _unframe(item.data or b"")
+        parts = unframe(item.data or b"")
         checkpoint = self.serde.loads_typed((parts[0].decode(), parts[1]))
         metadata = self.serde.loads_typed((parts[2].decode(), parts[3]))
         parent = item.value.get("parent")
@@ -141,20 +150,20 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
         )
         pending = []
         for w in ordered:
-            t, v = _unframe(w.data or b"")
+            t, v = unframe(w.data or b"")
             pending.append(
                 (w.value["task_id"], w.value["channel"], self.serde.loads_typed((t.decode(), v)))
             )
         return CheckpointTuple(
-            config=_config(thread_id, ns, item.key),
+            config=config_of(thread_id, ns, item.key),
             checkpoint=checkpoint,
             metadata=metadata,
-            parent_config=_config(thread_id, ns, parent) if parent else None,
+            parent_config=config_of(thread_id, ns, parent) if parent else None,
             pending_writes=pending,
         )
 
     def _metadata(self, item: StoredItem) -> dict[str, Any]:
-        parts = _unframe(item.data or b"")
+        parts = unframe(item.data or b"")
         got: dict[str, Any] = self.serde.loads_typed((parts[2].decode(), parts[3]))
         return got
 
@@ -168,8 +177,8 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Store a checkpoint (one transaction, durable when this returns); the config
         that names it."""
-        thread_id, ns = _thread(config), _ns(config)
-        cid = _id(checkpoint["id"])
+        thread_id, ns = thread_of(config), ns_of(config)
+        cid = checkpoint_id_of(checkpoint["id"])
         full = get_checkpoint_metadata(config, metadata)
         ck_type, ck_bytes = self.serde.dumps_typed(checkpoint)
         md_type, md_bytes = self.serde.dumps_typed(full)
@@ -181,9 +190,9 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
             ("cp", thread_id, ns),
             cid,
             value,
-            data=_frame(ck_type.encode(), ck_bytes, md_type.encode(), md_bytes),
+            data=frame(ck_type.encode(), ck_bytes, md_type.encode(), md_bytes),
         )
-        return _config(thread_id, ns, cid)
+        return config_of(thread_id, ns, cid)
 
     def put_writes(
         self,
@@ -195,22 +204,22 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
         """Store the writes of a task against a checkpoint, all in one transaction. A
         write already stored for (task, index) is kept, except on LangGraph's special
         channels (errors, interrupts...), which are replaced, as in its own savers."""
-        thread_id, ns = _thread(config), _ns(config)
-        cid = _id(str(config["configurable"]["checkpoint_id"]))
+        thread_id, ns = thread_of(config), ns_of(config)
+        cid = checkpoint_id_of(str(config["configurable"]["checkpoint_id"]))
         replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         rows = []
         for idx, (channel, value) in enumerate(writes):
             i = WRITES_IDX_MAP.get(channel, idx)
             t, b = self.serde.dumps_typed(value)
             meta = {"task_id": task_id, "task_path": task_path, "idx": i, "channel": channel}
-            rows.append((f"{_seg(task_id, 'task_id')}\x1e{i:+011d}", meta, _frame(t.encode(), b)))
+            rows.append((f"{segment(task_id, 'task_id')}\x1e{i:+011d}", meta, frame(t.encode(), b)))
         with self._items.batch() as batch:
             for key, meta, data in rows:
                 batch.put(("w", thread_id, ns, cid), key, meta, data=data, if_absent=not replace)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of a thread, in every namespace."""
-        tid = _seg(str(thread_id), "thread_id")
+        tid = segment(str(thread_id), "thread_id")
         with self._items.batch() as batch:
             batch.delete_under(("cp", tid))
             batch.delete_under(("w", tid))
@@ -233,8 +242,8 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of one thread (the whole parent chain, every
         namespace) to another, in one transaction."""
-        src = _seg(str(source_thread_id), "thread_id")
-        dst = _seg(str(target_thread_id), "thread_id")
+        src = segment(str(source_thread_id), "thread_id")
+        dst = segment(str(target_thread_id), "thread_id")
         found = [*self._items.scan(("cp", src)), *self._items.scan(("w", src))]
         if not found:
             return
@@ -253,7 +262,7 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
             raise InvalidArgumentError(
                 f"unknown prune strategy {strategy!r}", hint='use "keep_latest" or "delete"'
             )
-        for tid in dict.fromkeys(_seg(str(t), "thread_id") for t in thread_ids):
+        for tid in dict.fromkeys(segment(str(t), "thread_id") for t in thread_ids):
             if strategy == "delete":
                 self.delete_thread(tid)
                 continue
@@ -293,7 +302,7 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
         return out
 
     def _checkpoint(self, item: StoredItem) -> dict[str, Any]:
-        parts = _unframe(item.data or b"")
+        parts = unframe(item.data or b"")
         got: dict[str, Any] = self.serde.loads_typed((parts[0].decode(), parts[1]))
         return got
 
@@ -360,57 +369,6 @@ class AgentZeroSaver(ItemsHandle, BaseCheckpointSaver[str]):
         else:
             current_v = int(current.split(".")[0])
         return f"{current_v + 1:032}.{random.random():016}"
-
-
-# ---------------------------------------------------------------------- helpers
-def _seg(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidArgumentError(
-            f"{what} must be a string, got {type(value).__name__}",
-            hint='configs look like {"configurable": {"thread_id": "1"}}',
-        )
-    return value
-
-
-def _thread(config: RunnableConfig) -> str:
-    conf = config.get("configurable") if isinstance(config, dict) else None
-    if not conf or conf.get("thread_id") is None:
-        raise InvalidArgumentError(
-            "the config names no thread_id",
-            hint='pass {"configurable": {"thread_id": "..."}}',
-        )
-    return _seg(str(conf["thread_id"]), "thread_id")
-
-
-def _ns(config: RunnableConfig) -> str:
-    return _seg(config["configurable"].get("checkpoint_ns", "") or "", "checkpoint_ns")
-
-
-def _id(cid: Any) -> str:
-    return _seg(cid, "checkpoint_id")
-
-
-def _config(thread_id: str, ns: str, cid: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
-
-
-def _matches(metadata: dict[str, Any], flt: dict[str, Any]) -> bool:
-    return all(metadata.get(k) == v for k, v in flt.items())
-
-
-def _frame(*parts: bytes) -> bytes:
-    """Byte strings, each behind its length (4 bytes, big-endian)."""
-    return b"".join(struct.pack(">I", len(p)) + p for p in parts)
-
-
-def _unframe(data: bytes) -> list[bytes]:
-    """The inverse of ``_frame``."""
-    out, i = [], 0
-    while i < len(data):
-        (n,) = struct.unpack_from(">I", data, i)
-        out.append(data[i + 4 : i + 4 + n])
-        i += 4 + n
-    return out
 
 
 __all__ = ["AgentZeroSaver"]

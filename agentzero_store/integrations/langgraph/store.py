@@ -8,8 +8,9 @@ in LangGraph's own stores. Semantic search ranks and scores as theirs do: the co
 similarity of the query to the item's best indexed field; items with no vector follow,
 unscored. ``ranking="hybrid"`` fuses that ranking with keyword (BM25) ranking of the
 indexed text instead (the text is indexed on every put, whichever ranking a handle
-uses, so a store can be reopened with the other). Expired items are never returned; reads restart an item's time to
-live (``ttl={"refresh_on_read": False}`` turns that off).
+uses, so a store can be reopened with the other). Expired items are never returned;
+reads restart an item's time to live (``ttl={"refresh_on_read": False}`` turns that
+off).
 """
 
 from __future__ import annotations
