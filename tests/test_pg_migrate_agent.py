@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from agentzero_store import (
     AgentMemory,
     CorruptStoreError,
+    ItemStore,
     MigrationMismatchError,
     PendingForgetsError,
     PgMemoryStore,
@@ -249,6 +250,26 @@ def test_a_data_dir_holding_skills_is_refused_before_anything_is_written(
     assert "agentzero skill export" in err.value.hint
     with psycopg.connect(pg_url) as c:
         assert c.execute("SELECT to_regclass('az_keys') IS NULL").fetchone() == (True,)
+
+
+def test_a_data_dir_holding_items_is_refused_before_anything_is_written(
+    tmp_path: Path, pg_url: str, clock: Clock
+) -> None:
+    """Items (a LangGraph store's, a checkpointer's) have no PostgreSQL tables: a data dir
+    holding any is refused, never moved without them; emptied, it moves."""
+    src = tmp_path / "src"
+    with open_memory(src, clock) as mem:
+        mem.add_turn("c1", "user", "a turn", speaker="Ana")
+    with ItemStore.open(src, passphrase=PASSPHRASE, collection="langgraph") as items:
+        items.put(("users", "ana"), "prefs", {"diet": "vegetarian"})
+    with pytest.raises(UnsupportedByBackendError, match="1 items") as err:
+        _migrate(src, pg_url)
+    assert "ItemStore.delete_under" in err.value.hint
+    with psycopg.connect(pg_url) as c:
+        assert c.execute("SELECT to_regclass('az_keys') IS NULL").fetchone() == (True,)
+    with ItemStore.open(src, passphrase=PASSPHRASE, collection="langgraph") as items:
+        assert items.delete_under(("users",)) == 1
+    assert _migrate(src, pg_url).agent_memory["memories"] == 1
 
 
 def test_the_check_names_what_differs_and_a_rerun_repairs_it(

@@ -62,4 +62,15 @@ def migrate(store: SqliteMemoryStore) -> None:
     migrate_chain(store, SCHEMA_KEY, MIGRATIONS, "item store")
 
 
-__all__ = ["SCHEMA_KEY", "SCHEMA_VERSION", "migrate"]
+def stored_items(store: SqliteMemoryStore) -> int:
+    """How many items the data dir holds in every collection (0 before any item store
+    opened it): what ``store migrate`` must refuse to leave behind."""
+    has = store.database.query(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'az_item'"
+    )
+    if not has:
+        return 0
+    return int(store.database.query("SELECT count(*) FROM az_item")[0][0])
+
+
+__all__ = ["SCHEMA_KEY", "SCHEMA_VERSION", "migrate", "stored_items"]

@@ -24,7 +24,8 @@ or a PostgreSQL URL.
 - **Refused before anything is written**: a store with forgets in its undo area
   (``PendingForgetsError``: a forget's payload is shaped for its own backend's undo;
   undo them, or let their window pass and consolidate), a data dir holding skills
-  (PostgreSQL has no skills), and a target holding another store (another store id).
+  (PostgreSQL has no skills) or items (ItemStore), and a target holding another store
+  (another store id).
 - **Idempotent and resumable.** Rows go in pages, one transaction each, with their ids:
   a page written before a crash (kill -9, a lost connection) is sent again on the next
   run and each store recognises an identical re-send of a stored memory and writes
@@ -51,7 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from ..base.config import Layout, StoreConfig
-from ..base.errors import InvalidArgumentError, StoreExistsError
+from ..base.errors import InvalidArgumentError, StoreExistsError, UnsupportedByBackendError
+from ..items import schema as item_schema
 from ..memory.records import MemoryEntry, to_us
 from ..memory.store import SqliteMemoryStore
 from ..pg.store import PgMemoryStore, redact
@@ -89,6 +91,22 @@ class MigrateReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``--json``)."""
         return asdict(self)
+
+
+def _refuse_items(src: Store) -> None:
+    """Items (ItemStore: the framework adapters' stores and checkpoints) have no
+    PostgreSQL tables: a data dir holding any is refused, never moved without them."""
+    if not isinstance(src, SqliteMemoryStore):
+        return
+    n = item_schema.stored_items(src)
+    if n:
+        raise UnsupportedByBackendError(
+            f"this data dir holds {n:,} items (ItemStore: LangGraph stores and "
+            "checkpoints, LangChain vector stores): they run on a data dir only and store "
+            "migrate does not copy them",
+            hint="delete them (ItemStore.delete_under) or keep this data dir for them; "
+            "migrate a data dir that holds none",
+        )
 
 
 def migrate_store(
@@ -131,6 +149,7 @@ def migrate_store(
             stack.callback(src_layer.close)
             src_layer.prepare()  # an older layer schema upgraded, as any open of it does
             migrate_layer.refuse(src_layer)  # before the target is touched
+        _refuse_items(src)
         dst = _hold(stack, target, _open_target(target, _header(src), cred, opened))
         dst_layer = migrate_layer.layer_of(dst)
         stack.callback(dst_layer.close)  # before the store closes (callbacks run last first)
