@@ -48,6 +48,7 @@ from .base.errors import (
 from .base.version import __version__ as __version__
 from .embed.local import LocalEmbedder
 from .embed.vectors import Embedder
+from .items import Item, ItemBatch, ItemHit, ItemStore
 from .memory.records import MemoryEntry, MemoryHit
 from .memory.store import SqliteMemoryStore
 from .ops.backends import open_memory_store
@@ -77,6 +78,10 @@ __all__ = [
     "ExtractiveSummarizer",
     "InvalidArgumentError",
     "InvalidKeyError",
+    "Item",
+    "ItemBatch",
+    "ItemHit",
+    "ItemStore",
     "KdfParams",
     "KeyRotatedError",
     "LocalEmbedder",

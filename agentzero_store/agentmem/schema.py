@@ -4,19 +4,18 @@ version, each run in one transaction (``RepositoryCore.migrate``). What each tab
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..base.errors import SchemaVersionError
+from ..memory.chains import Step, migrate_chain
 from .records import entity_key
 
 if TYPE_CHECKING:
-    from ..memory.store import SqliteMemoryStore
     from ..memory.tx import WriteTx
 
-# A migration step: SQL statements (separated by ";\n"), or a function of the open
-# write transaction for a step that needs Python (entity keys are NFKC case folds).
-Step = str | Callable[["WriteTx"], None]
+# A migration step (``memory.chains.Step``): SQL statements (separated by ";\n"), or a
+# function of the open write transaction for a step that needs Python (entity keys are
+# NFKC case folds). The chain runs in ``memory.chains.migrate_chain``, shared by skills
+# and the item store.
 
 SCHEMA_KEY = "agentmem_schema"
 
@@ -298,39 +297,6 @@ MIGRATIONS: tuple[Step, ...] = (
 
 
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-def migrate_chain(
-    store: SqliteMemoryStore, key: str, migrations: Sequence[Step], what: str
-) -> None:
-    """Bring the chain of ``migrations`` recorded under meta ``key`` up to date: version
-    N is ``migrations[N - 1]``, each step in one transaction that also records it. The
-    version is read again under the write lock before each step, so two processes that
-    open an old store at once never run a step twice. A newer store is refused.
-    (The agent memory's tables and the skills' each have a chain of their own.)"""
-
-    def version(rows: Sequence[Sequence[object]]) -> int:
-        return int(str(rows[0][0])) if rows else 0
-
-    latest = len(migrations)
-    sql = "SELECT value FROM meta WHERE key = ?"
-    found = version(store.database.query(sql, (key,)))
-    if found > latest:
-        raise SchemaVersionError(
-            f"memory.db has {what} schema {found}; this version supports up to {latest}"
-        )
-    for target in range(found + 1, latest + 1):
-        with store.transaction() as tx:
-            if version(tx.query(sql, (key,))) >= target:
-                continue  # another process ran this step meanwhile
-            step = migrations[target - 1]
-            if callable(step):
-                step(tx)
-            else:
-                for stmt in step.split(";\n"):
-                    if stmt.strip():
-                        tx.execute(stmt)
-            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(target)))
 
 
 __all__ = [

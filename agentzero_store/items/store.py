@@ -1,0 +1,436 @@
+"""``ItemStore``: a sealed key–value store of JSON items with namespaces, in a data dir.
+
+Items are (namespace, key) → a JSON object (and optional bytes), with creation and
+update times, an optional time to live, optional vectors per field (cosine similarity,
+exact, one dimension per collection) and optional text for keyword search. They live in
+``memory.db`` beside the memories (``schema``), so SQLCipher encrypts every byte, the
+data dir's key rotation, backup and verify cover them, and every write takes the data
+dir's writer role and is acknowledged in its ledger like any other.
+
+A *collection* keeps one user's items apart from another's in one data dir (a LangGraph
+store, a LangChain vector store, a checkpointer): each sees only its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import numpy as np
+
+from ..base.config import StoreConfig
+from ..base.errors import InvalidArgumentError, StoreClosedError
+from ..base.limits import MAX_RESULTS, check_limit
+from ..base.ranking import fts5_query, rrf_fuse
+from ..memory.records import to_us
+from ..memory.store import SqliteMemoryStore
+from . import schema
+from .batch import ItemBatch, check_vectors
+from .filters import check_filter, matches
+from .namespaces import NamespaceMatch, list_namespaces
+from .records import (
+    Item,
+    ItemHit,
+    Namespace,
+    check_key,
+    check_namespace,
+    check_segment,
+    ns_text,
+)
+from .repository import ItemRepository, Order, row_to_item
+
+Clock = Callable[[], datetime]
+Ranking = Literal["vector", "hybrid"]
+_KEYWORD_POOL = 1000  # keyword candidates fused with the vector ranking (hybrid)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class ItemStore:
+    """The items of one collection in a data dir's ``memory.db``."""
+
+    def __init__(
+        self,
+        store: SqliteMemoryStore,
+        collection: str = "default",
+        *,
+        clock: Clock | None = None,
+        _own_store: bool = False,
+    ) -> None:
+        if not isinstance(store, SqliteMemoryStore):
+            raise InvalidArgumentError(
+                f"ItemStore needs a SqliteMemoryStore, got {type(store).__name__}",
+                hint="ItemStore.open(data_dir, ...) opens one",
+            )
+        check_segment(collection, "collection")
+        if not collection:
+            raise InvalidArgumentError("the collection name must not be empty")
+        self._store = store
+        self._own = _own_store
+        self._clock = clock or _utcnow
+        self._closed = False
+        self.collection = collection
+        schema.migrate(store)
+        self._repo = ItemRepository(store, collection)
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: Path | str,
+        *,
+        collection: str = "default",
+        passphrase: str | None = None,
+        key: bytes | str | None = None,
+        key_file: Path | str | None = None,
+        create: bool = True,
+        config: StoreConfig | None = None,
+        clock: Clock | None = None,
+        prompt: bool | None = False,
+    ) -> ItemStore:
+        """Open (or, with ``create``, create) the data dir and the item tables in it.
+
+        The credential is checked first: a wrong one raises ``WrongKeyError`` and no
+        byte under the data dir changes. ``close`` closes the memory store it opened."""
+        store = SqliteMemoryStore.open(
+            data_dir,
+            passphrase=passphrase,
+            key=key,
+            key_file=key_file,
+            create=create,
+            config=config,
+            prompt=prompt,
+            hnsw=False,  # items never touch memory rows: no vector index to keep in step
+        )
+        try:
+            return cls(store, collection, clock=clock, _own_store=True)
+        except BaseException:
+            store.close()
+            raise
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def store(self) -> SqliteMemoryStore:
+        """The memory store the items live in."""
+        return self._store
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called."""
+        return self._closed
+
+    def close(self) -> None:
+        """Close the handle (and the memory store if ``open`` opened it). Idempotent;
+        any later call raises ``StoreClosedError``."""
+        if not self._closed:
+            self._closed = True
+            if self._own:
+                self._store.close()
+
+    def __enter__(self) -> ItemStore:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _now(self) -> int:
+        if self._closed:
+            raise StoreClosedError(
+                "the item store is closed", hint="open it again with ItemStore.open(...)"
+            )
+        return to_us(self._clock())
+
+    # ------------------------------------------------------------------ writes
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[ItemBatch]:
+        """``with items.batch() as b: b.put(...); b.delete(...)`` — every write of the
+        block commits together when it ends, or none if it raises (or the process dies)."""
+        now = self._now()
+        with self._store.transaction() as tx:
+            yield ItemBatch(self._repo, tx, now)
+
+    def put(
+        self,
+        namespace: Sequence[str],
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        data: bytes | None = None,
+        vectors: Mapping[str, Sequence[float]] | None = None,
+        text: str | None = None,
+        ttl: float | None = None,
+        if_absent: bool = False,
+    ) -> bool:
+        """Store one item (``ItemBatch.put``), durable when it returns."""
+        with self.batch() as b:
+            return b.put(
+                namespace,
+                key,
+                value,
+                data=data,
+                vectors=vectors,
+                text=text,
+                ttl=ttl,
+                if_absent=if_absent,
+            )
+
+    def delete(self, namespace: Sequence[str], key: str) -> bool:
+        """Delete one item; whether there was one. Its bytes are zeroed in memory.db's
+        pages (``secure_delete``)."""
+        with self.batch() as b:
+            return b.delete(namespace, key)
+
+    def delete_under(self, prefix: Sequence[str], *, exact: bool = False) -> int:
+        """Delete every item in ``prefix`` and (unless ``exact``) under it; how many."""
+        with self.batch() as b:
+            return b.delete_under(prefix, exact=exact)
+
+    def sweep_expired(self) -> int:
+        """Delete the collection's expired items (reads never return them anyway);
+        how many."""
+        now = self._now()
+        with self._store.transaction() as tx:
+            return self._repo.sweep(tx, now)
+
+    # ------------------------------------------------------------------ reads
+    def get(self, namespace: Sequence[str], key: str, *, refresh_ttl: bool = False) -> Item | None:
+        """The live item at (namespace, key), or None (also when it expired)."""
+        return self.get_many([(namespace, key)], refresh_ttl=refresh_ttl)[0]
+
+    def get_many(
+        self, refs: Sequence[tuple[Sequence[str], str]], *, refresh_ttl: bool = False
+    ) -> list[Item | None]:
+        """The live item of each (namespace, key), or None, in order. ``refresh_ttl``
+        restarts the time to live of the items found that have one."""
+        checked = [(check_namespace(ns), check_key(k)) for ns, k in refs]
+        now = self._now()
+        rows = self._repo.get(checked, now)
+        found = [rows.get((ns_text(ns), k)) for ns, k in checked]
+        if refresh_ttl:
+            self._refresh([r for r in found if r is not None], now)
+        return [row_to_item(r) if r is not None else None for r in found]
+
+    def _refresh(self, rows: Sequence[Sequence[Any]], now: int) -> None:
+        ids = [int(r[0]) for r in rows if r[8] is not None]
+        if ids:
+            with self._store.transaction() as tx:
+                self._repo.refresh(tx, ids, now)
+
+    def scan(
+        self,
+        namespace: Sequence[str] = (),
+        *,
+        exact: bool = False,
+        order: Order = "-updated",
+        before: str | None = None,
+        after: str | None = None,
+        filter: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Item]:
+        """Live items in ``namespace`` (exactly) or under it, in ``order`` (newest update
+        first, or by key), keys strictly between ``after`` and ``before``, that match
+        ``filter`` (``filters``); ``offset`` of them skipped, at most ``limit``."""
+        ns = check_namespace(namespace, allow_empty=True, what="namespace prefix")
+        flt = check_filter(filter)
+        lim = None if limit is None else check_limit(limit)
+        off = _offset(offset)
+        now = self._now()
+        if flt is None:
+            want = None if lim is None else lim + off
+            rows = self._repo.scan(
+                ns, now, exact=exact, order=order, before=before, after=after, limit=want
+            )
+            return [row_to_item(r) for r in rows[off:]]
+        out: list[Item] = []
+        seen = 0
+        for r in self._repo.scan(ns, now, exact=exact, order=order, before=before, after=after):
+            item = row_to_item(r)
+            if not matches(item.value, flt):
+                continue
+            seen += 1
+            if seen > off:
+                out.append(item)
+                if lim is not None and len(out) >= lim:
+                    break
+        return out
+
+    def search(
+        self,
+        prefix: Sequence[str] = (),
+        *,
+        filter: Mapping[str, Any] | None = None,
+        vector: Sequence[float] | None = None,
+        text: str | None = None,
+        ranking: Ranking = "vector",
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool = False,
+    ) -> list[ItemHit]:
+        """Live items under ``prefix`` that match ``filter``, best first.
+
+        Without ``vector``: newest update first, no score. With it: by the cosine
+        similarity of the item's best field vector to ``vector`` (the hit's ``score``),
+        then the items that have no vector, newest first. ``ranking="hybrid"`` (needs
+        ``text`` too) orders by the reciprocal-rank fusion of that similarity and the
+        BM25 of ``text`` against the items' indexed text; the score stays the cosine."""
+        ns = check_namespace(prefix, allow_empty=True, what="namespace prefix")
+        flt = check_filter(filter)
+        lim, off = check_limit(limit), _offset(offset)
+        if ranking not in ("vector", "hybrid"):
+            raise InvalidArgumentError(f"ranking must be 'vector' or 'hybrid', got {ranking!r}")
+        if vector is None:
+            items = self.scan(ns, filter=flt, limit=lim, offset=off)
+            hits = [ItemHit(i, None) for i in items]
+        else:
+            q = check_vectors({"query": vector})
+            assert q is not None
+            hits = self._ranked(
+                ns, q["query"], text if ranking == "hybrid" else None, flt, lim, off
+            )
+        if refresh_ttl and any(h.item.ttl_s is not None for h in hits):
+            self._refresh_items([h.item for h in hits])
+        return hits
+
+    def _refresh_items(self, items: Sequence[Item]) -> None:
+        now = self._now()
+        rows = self._repo.get([(i.namespace, i.key) for i in items if i.ttl_s], now)
+        self._refresh(list(rows.values()), now)
+
+    def _ranked(
+        self,
+        ns: Namespace,
+        query: np.ndarray,
+        text: str | None,
+        flt: dict[str, Any] | None,
+        lim: int,
+        off: int,
+    ) -> list[ItemHit]:
+        now = self._now()
+        pairs = self._repo.vectors(ns, now)
+        scores: dict[int, float] = {}
+        ranked: list[int] = []
+        if pairs:
+            dims = {len(v) // 4 for _, v in pairs}
+            if dims != {query.shape[0]}:
+                raise InvalidArgumentError(
+                    f"the query vector has {query.shape[0]} dimensions; the collection's "
+                    f"have {sorted(dims)}",
+                    hint="embed the query with the collection's embedding model",
+                )
+            ids = np.fromiter((i for i, _ in pairs), dtype=np.int64, count=len(pairs))
+            mat = np.frombuffer(b"".join(v for _, v in pairs), dtype=np.float32).reshape(
+                len(pairs), query.shape[0]
+            )
+            sims = _cosine(mat, query)
+            order = np.argsort(-sims, kind="stable")
+            for idx in order.tolist():  # max pooling: an item's best field ranks it
+                item_id = int(ids[idx])
+                if item_id not in scores:
+                    scores[item_id] = float(sims[idx])
+                    ranked.append(item_id)
+        if text is not None:
+            match = fts5_query(text)
+            words = self._repo.keyword(match, ns, now, _KEYWORD_POOL) if match else []
+            fused = rrf_fuse({"vector": ranked, "keyword": words}, limit=len(ranked) + len(words))
+            ranked = [f.key for f in fused]
+        have = set(ranked)
+        ranked += [i for i in self._repo.unvectored(ns, now) if i not in have]
+        return self._page(ranked, scores, flt, lim, off, now)
+
+    def _page(
+        self,
+        ranked: list[int],
+        scores: dict[int, float],
+        flt: dict[str, Any] | None,
+        lim: int,
+        off: int,
+        now: int,
+    ) -> list[ItemHit]:
+        """The hits ``off`` .. ``off + lim`` of ``ranked`` that match ``flt``, read in
+        chunks so an unfiltered page reads only its own rows."""
+        out: list[ItemHit] = []
+        seen = 0
+        step = max(lim + off, 64) if flt else lim + off
+        for start in range(0, len(ranked), max(step, 1)):
+            chunk = ranked[start : start + step] if flt else ranked[off : off + lim]
+            rows = self._repo.by_ids(chunk, now)
+            for item_id in chunk:
+                row = rows.get(item_id)
+                if row is None:
+                    continue
+                item = row_to_item(row)
+                if flt and not matches(item.value, flt):
+                    continue
+                seen += 1
+                if flt and seen <= off:
+                    continue
+                out.append(ItemHit(item, scores.get(item_id)))
+                if len(out) >= lim:
+                    return out
+            if not flt:
+                break
+        return out
+
+    def namespaces(
+        self,
+        *,
+        match: Sequence[NamespaceMatch] = (),
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Namespace]:
+        """The namespaces holding live items, sorted, that satisfy every condition of
+        ``match`` (("prefix" | "suffix", segments), ``"*"`` matching any one segment),
+        cut to ``max_depth`` segments (and deduplicated); ``offset``, then ``limit``."""
+        now = self._now()
+        return list_namespaces(
+            lambda prefix: self._repo.namespaces(prefix, now),
+            match,
+            max_depth=max_depth,
+            limit=check_limit(limit),
+            offset=_offset(offset),
+        )
+
+    def count(self, prefix: Sequence[str] = ()) -> int:
+        """How many live items are under ``prefix`` (every item of the collection)."""
+        ns = check_namespace(prefix, allow_empty=True, what="namespace prefix")
+        return self._repo.count(ns, self._now())
+
+    @property
+    def dims(self) -> int | None:
+        """The collection's vector dimension (None before its first vector)."""
+        self._now()
+        return self._repo.dims()
+
+
+def _offset(offset: Any) -> int:
+    if (
+        isinstance(offset, bool)
+        or not isinstance(offset, int)
+        or not 0 <= offset <= MAX_RESULTS * 100
+    ):
+        raise InvalidArgumentError(
+            f"offset must be a whole number from 0 to {MAX_RESULTS * 100:,}, got {offset!r}"
+        )
+    return offset
+
+
+def _cosine(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each row of ``mat`` to ``q`` (0 for a zero vector)."""
+    norms = np.linalg.norm(mat, axis=1) * float(np.linalg.norm(q))
+    dots = mat @ q
+    out = np.zeros(len(mat), dtype=np.float64)
+    ok = norms > 0
+    out[ok] = dots[ok] / norms[ok]
+    return out
+
+
+__all__ = ["ItemStore", "Ranking"]
