@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..agentmem import AgentMemory
+from ..base.config import StoreConfig
 from ..base.errors import StoreClosedError
 from ..embed.vectors import Embedder
 
@@ -172,12 +173,14 @@ def lease(
     org_id: str = "default",
     agent_id: str = "default",
     embedder: Embedder | None = None,
+    config: StoreConfig | None = None,
     what: str = "handle",
 ) -> Lease:
     """A lease on the agent memory of (``org_id``, ``agent_id``) in ``data_dir``, opening
     it (``AgentMemory.open``, which checks the credential) unless this process already
-    has it open with the same credential and embedder. ``what`` names the adapter object
-    in errors."""
+    has it open with the same credential and embedder. ``config`` applies where this call
+    opens it (the first open in a process decides). ``what`` names the adapter object in
+    errors."""
     where = _where(data_dir)
     ident = (
         where,
@@ -197,6 +200,7 @@ def lease(
                 org_id=org_id,
                 agent_id=agent_id,
                 embedder=embedder,
+                config=config,
                 prompt=False,
             )
             shared = _OPEN[ident] = _Shared(ident, mem)

@@ -7,5 +7,11 @@ nowhere else in the package."""
 from .._shared import HandleClosedError
 from .chat_history import AgentZeroChatMessageHistory
 from .retriever import AgentZeroRetriever
+from .vectorstore import AgentZeroVectorStore
 
-__all__ = ["AgentZeroChatMessageHistory", "AgentZeroRetriever", "HandleClosedError"]
+__all__ = [
+    "AgentZeroChatMessageHistory",
+    "AgentZeroRetriever",
+    "AgentZeroVectorStore",
+    "HandleClosedError",
+]

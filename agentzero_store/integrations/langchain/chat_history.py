@@ -19,6 +19,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from ...agentmem import AgentMemory, ChatHistory
+from ...base.config import StoreConfig
 from ...base.errors import InvalidArgumentError
 from ...embed.vectors import Embedder
 from .._shared import lease
@@ -38,6 +39,7 @@ class AgentZeroChatMessageHistory(BaseChatMessageHistory):
         agent_id: str = "default",
         embedder: Embedder | None = None,
         erase: bool = False,
+        config: StoreConfig | None = None,
     ) -> None:
         """Open the history of ``session_id`` in the agent memory (``org_id``,
         ``agent_id``) of ``data_dir`` (created if missing); one memory per data dir is
@@ -49,6 +51,7 @@ class AgentZeroChatMessageHistory(BaseChatMessageHistory):
             org_id=org_id,
             agent_id=agent_id,
             embedder=embedder,
+            config=config,
             what="AgentZeroChatMessageHistory",
         )
         self._finalizer = weakref.finalize(self, self._lease.release)

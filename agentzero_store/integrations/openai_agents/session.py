@@ -31,6 +31,7 @@ from agents.memory.session_settings import coerce_session_settings, resolve_sess
 
 from ...agentmem import AgentMemory, Memory
 from ...agentmem.memory import DEFAULT_CONVERSATION, FACT_CONVERSATION
+from ...base.config import StoreConfig
 from ...base.errors import InvalidArgumentError, NotFoundError
 from ...base.limits import MAX_RESULTS, check_name
 from ...embed.vectors import Embedder
@@ -54,6 +55,7 @@ class AgentZeroSession(SessionABC):
         agent_id: str = "default",
         embedder: Embedder | None = None,
         erase: bool = False,
+        config: StoreConfig | None = None,
     ) -> None:
         """Open session ``session_id`` of the agent memory (``org_id``, ``agent_id``) in
         ``data_dir`` (created if missing). ``embedder``: embed each item's text, for
@@ -81,6 +83,7 @@ class AgentZeroSession(SessionABC):
             org_id=org_id,
             agent_id=agent_id,
             embedder=embedder,
+            config=config,
             what="AgentZeroSession",
         )
         # Released when closed, or when the session is garbage-collected unclosed.
