@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import secrets
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
-from ..conftest import scan_for, text_needles
+from ..conftest import child_env, scan_for, text_needles
 from ..test_canary import base64_forms
 
 
@@ -26,3 +30,39 @@ def plaintext_hits(data_dir: Path, words: list[str]) -> list[tuple[str, bytes]]:
 def files_of(data_dir: Path) -> dict[str, bytes]:
     """Every file under ``data_dir`` and its bytes (to prove nothing changed)."""
     return {str(p): p.read_bytes() for p in sorted(data_dir.rglob("*")) if p.is_file()}
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run_example(name: str, data_dir: Path) -> dict[str, Any]:
+    """Run ``examples/<name>`` on ``data_dir`` in a fresh process (as a user would) and
+    return the JSON it prints."""
+    p = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), str(data_dir)],
+        capture_output=True,
+        text=True,
+        env={**child_env(), "PYTHONWARNINGS": "error::DeprecationWarning:__main__"},
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}"
+    out: dict[str, Any] = json.loads(p.stdout.strip().splitlines()[-1])
+    return out
+
+
+def strings_in(value: Any, *, keys: bool = True, shortest: int = 6) -> set[str]:
+    """Every string of a JSON value (and its object keys) at least ``shortest`` long."""
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            found.add(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+            if keys:
+                found.update(v)
+        elif isinstance(v, list):
+            stack.extend(v)
+    return {s for s in found if len(s) >= shortest}
