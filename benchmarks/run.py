@@ -14,7 +14,8 @@ throughput of both; also ``benchmarks/_coldstart.py`` alone), pg (the memory sto
 PostgreSQL + pgvector beside the SQLCipher store: ingest, scoped semantic and hybrid
 recall, 4 writer processes; skipped, saying why, when no server can start), pgagent
 (AgentMemory on PostgreSQL beside a data dir: add_turns, recall, consolidate, 4 agents
-writing at once; skipped like pg).
+writing at once; skipped like pg), sessions (the Agents SDK session, AgentZeroSession,
+beside the SDK's plaintext SQLiteSession: add_items, get_items).
 Prints a markdown table (figure, ours, anchor, ratio, goal, pass) and writes JSON
 (default ``bench-out/results.json``). Speed figures are ratios against an anchor measured
 in the same run, ours and anchor interleaved, median over trials: absolute numbers on a
@@ -45,7 +46,7 @@ sys.path[:0] = [str(HERE), str(REPO)]
 from _harness import Figure, Skipped, table  # noqa: E402
 
 GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger",
-          "locomo", "agentmem", "tiers", "coldstart", "pg", "pgagent")
+          "locomo", "agentmem", "tiers", "coldstart", "pg", "pgagent", "sessions")
 NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
 
@@ -173,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
                                                   progress=progress)
             figures += got_pa
             skipped += skipped_pa
+        if "sessions" in args.groups:
+            import _frameworks_sessions
+
+            progress("sessions: AgentZeroSession beside the Agents SDK's SQLiteSession")
+            figures += _frameworks_sessions.run(Path(tmp), quick=args.quick, progress=progress)
         if "scifact" in args.groups:
             import _rag
 
