@@ -136,15 +136,21 @@ class Lease:
 
     def release(self) -> None:
         """Stop using the memory (idempotent); the last user closes it."""
-        with _GUARD:
+        shared = self._shared
+        with shared.lock:  # waits for a call of this lease under way in another thread
             if self.closed:
                 return
-            with self._shared.lock:  # no call of another thread is mid-way
-                self.closed = True
-            self._shared.users -= 1
-            if self._shared.users == 0:
-                del _OPEN[self._shared.key]
-                self._shared.close()
+            self.closed = True
+        # _GUARD and a data dir's lock are never held together, anywhere in this module:
+        # no two threads can wait on each other.
+        with _GUARD:
+            shared.users -= 1
+            last = shared.users == 0
+            if last:
+                del _OPEN[shared.key]  # a later lease() opens the data dir afresh
+        if last:
+            with shared.lock:
+                shared.close()
 
 
 async def finish_despite_cancel(awaitable: Awaitable[T]) -> T:

@@ -385,3 +385,82 @@ async def test_a_cancelled_write_finishes_before_the_cancellation(
         await task
     assert finished.is_set()  # the caller hears of the cancel only once the write is done
     assert await session.get_items() == [msg("user", "survives the cancel")]
+
+
+async def test_scopes_share_a_data_dir_but_never_their_items(data_dir: Path) -> None:
+    mine = open_session(data_dir, "s", org_id="acme", agent_id="alice")
+    theirs = open_session(data_dir, "s", org_id="acme", agent_id="bob")
+    other_org = open_session(data_dir, "s", org_id="globex", agent_id="alice")
+    word = canary("alice")
+    try:
+        await mine.add_items([msg("user", f"only alice knows {word}")])
+        assert await theirs.get_items() == []
+        assert await other_org.get_items() == []
+        assert await theirs.pop_item() is None
+        await other_org.clear_session()
+        assert await mine.get_items() == [msg("user", f"only alice knows {word}")]
+        assert _shared.open_count() == 1  # one store, three scopes
+    finally:
+        for s in (mine, theirs, other_org):
+            s.close()
+    with AgentMemory.open(
+        data_dir, passphrase=PASSPHRASE, config=FAST, org_id="acme", agent_id="bob"
+    ) as bob:
+        assert bob.recall(word) == []
+
+
+def test_close_waits_for_a_call_under_way(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = open_session(data_dir)
+    started = threading.Event()
+    real = AgentMemory.add_turns
+
+    def slow(self: AgentMemory, *a: Any, **kw: Any) -> Any:
+        started.set()
+        time.sleep(0.3)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(AgentMemory, "add_turns", slow)
+    writer = threading.Thread(target=lambda: asyncio.run(s.add_items([msg("user", "mid-way")])))
+    writer.start()
+    started.wait(5)
+    s.close()  # must not close the memory under the write
+    writer.join()
+    monkeypatch.undo()
+    assert _shared.open_count() == 0
+    with open_session(data_dir) as again:
+        assert asyncio.run(again.get_items()) == [msg("user", "mid-way")]
+
+
+CHILD = """
+import asyncio, sys
+from agentzero_store.base.config import FAST_KDF_FOR_TESTS
+from agentzero_store import StoreConfig
+from agentzero_store.integrations.openai_agents import AgentZeroSession
+s = AgentZeroSession("s1", data_dir=sys.argv[1], passphrase=sys.argv[2],
+                     config=StoreConfig(kdf=FAST_KDF_FOR_TESTS))
+async def main():
+    for i in range(20):
+        await s.add_items([{"role": "user", "content": f"child {i}"}])
+asyncio.run(main())
+s.close()
+"""
+
+
+async def test_another_process_writes_the_same_session(data_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    from ..conftest import child_env
+
+    with open_session(data_dir) as s:
+        await s.add_items([msg("user", "first")])
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(data_dir), PASSPHRASE], env=child_env()
+        )
+        for i in range(20):
+            await s.add_items([msg("user", f"parent {i}")])
+        assert await asyncio.to_thread(child.wait, 120) == 0
+        got = [i["content"] for i in await s.get_items()]
+    assert got[0] == "first" and len(got) == 41
+    assert [c for c in got if c.startswith("child")] == [f"child {i}" for i in range(20)]
+    assert [c for c in got if c.startswith("parent")] == [f"parent {i}" for i in range(20)]
