@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import os
 import secrets
 import threading
 import weakref
@@ -33,7 +34,7 @@ from typing import Any, TypeVar
 
 from ..agentmem import AgentMemory
 from ..base.config import StoreConfig
-from ..base.errors import StoreClosedError
+from ..base.errors import InvalidArgumentError, StoreClosedError
 from ..embed.vectors import Embedder
 
 T = TypeVar("T")
@@ -187,6 +188,11 @@ def lease(
     has it open with the same credential and embedder. ``config`` applies where this call
     opens it (the first open in a process decides). ``what`` names the adapter object in
     errors."""
+    if not isinstance(data_dir, str | os.PathLike) or not str(data_dir).strip():
+        raise InvalidArgumentError(
+            f"data_dir must be a directory path, got {data_dir!r}",
+            hint="data_dir='~/.agent-data' (created on first use)",
+        )
     where = _where(data_dir)
     ident = (
         where,

@@ -194,6 +194,16 @@ def test_bad_input_is_typed_and_writes_nothing(
         assert [d.id for d in s.similarity_search("kept", k=5)] == ["k"]
 
 
+def test_bad_constructor_arguments_are_typed(data_dir: Path) -> None:
+    with pytest.raises(InvalidArgumentError):
+        open_store(data_dir, "not an embedding")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        AgentZeroVectorStore(DeterministicFakeEmbedding(size=6), data_dir=42)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        open_store(data_dir, DeterministicFakeEmbedding(size=6), collection="a\x1fb")
+    assert _shared.open_count() == 0
+
+
 def test_closed_store_raises(data_dir: Path) -> None:
     s = open_store(data_dir, DeterministicFakeEmbedding(size=6))
     s.close()
@@ -250,6 +260,11 @@ def test_retriever_documents_carry_the_memory(data_dir: Path) -> None:
             r.invoke("train", k=0)
         with pytest.raises(InvalidArgumentError):
             AgentZeroRetriever(memory=mem, k=10**9)
+        with pytest.raises(InvalidArgumentError):
+            AgentZeroRetriever(memory=mem, mode="fuzzy")
+        with pytest.raises(InvalidArgumentError) as err:
+            AgentZeroRetriever(memory="not a memory")
+        assert err.value.hint
 
 
 async def test_retriever_async_runs_off_the_loop(data_dir: Path) -> None:

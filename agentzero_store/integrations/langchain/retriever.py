@@ -44,10 +44,28 @@ class AgentZeroRetriever(BaseRetriever):
     mode: Mode = "auto"
     types: list[str] | None = None
 
-    @field_validator("k")
+    # Typed errors with a hint, not pydantic's ValidationError (raised before its checks).
+    @field_validator("memory", mode="before")
     @classmethod
-    def _check_k(cls, k: int) -> int:
+    def _check_memory(cls, memory: Any) -> AgentMemory:
+        if not isinstance(memory, AgentMemory):
+            raise InvalidArgumentError(
+                f"memory must be an AgentMemory, got {type(memory).__name__}",
+                hint="AgentZeroRetriever(memory=AgentMemory.open(data_dir, ...))",
+            )
+        return memory
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _check_k(cls, k: Any) -> int:
         return check_limit(k, "k")
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _check_mode(cls, mode: Any) -> Any:
+        if mode not in _MODES:
+            raise InvalidArgumentError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
+        return mode
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

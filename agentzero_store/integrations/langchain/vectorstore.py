@@ -58,6 +58,14 @@ class AgentZeroVectorStore(VectorStore):
     ) -> None:
         """Open collection ``collection`` of ``data_dir`` (created if missing), embedding
         with ``embedding``. ``config``: the ``StoreConfig`` of a data dir this opens."""
+        if not all(
+            callable(getattr(embedding, m, None)) for m in ("embed_documents", "embed_query")
+        ):
+            raise InvalidArgumentError(
+                f"embedding must be a LangChain Embeddings, got {type(embedding).__name__}",
+                hint="e.g. OpenAIEmbeddings(), HuggingFaceEmbeddings(...), or any object with"
+                " embed_documents and embed_query",
+            )
         self.embedding = embedding
         self.collection = collection
         self._lease = lease(
