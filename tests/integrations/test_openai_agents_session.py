@@ -147,7 +147,15 @@ async def test_items_of_every_shape_round_trip_exactly(session: AgentZeroSession
         {"type": "item_reference", "id": "msg_0"},
         {"type": "a_shape_from_the_future", "n": 1, "f": 0.5, "b": True, "z": None, "l": [1]},
         {"z_last": 1, "a_first": 2, "role": "user", "content": "key order kept"},
-        {"role": "user", "content": "x" * (MAX_METADATA_BYTES * 3)},  # beyond the cap
+        {"role": "user", "content": "x" * (MAX_METADATA_BYTES * 3)},  # kept once, as text
+        {  # two long texts: beyond the metadata cap, kept whole as the turn's text
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "y" * MAX_METADATA_BYTES},
+                {"type": "input_text", "text": "z" * MAX_METADATA_BYTES},
+            ],
+        },
+        {"type": "function_call_output", "call_id": "c2", "output": ["not", "a", "string"]},
         {"role": "user", "content": "a lone surrogate \udcff survives"},
     ]
     await session.add_items(items)
@@ -155,6 +163,16 @@ async def test_items_of_every_shape_round_trip_exactly(session: AgentZeroSession
     assert got == items
     assert [list(g) for g in got] == [list(i) for i in items]  # key order, too
     assert json.dumps(got[-1]) == json.dumps(items[-1])
+
+
+async def test_an_items_text_is_stored_once(data_dir: Path) -> None:
+    word = canary("once")
+    with open_session(data_dir) as s:
+        await s.add_items([msg("user", f"say {word} " * 100)])
+    with AgentMemory.open(data_dir, passphrase=PASSPHRASE, config=FAST) as mem:
+        (m,) = mem.memories(conversation_id="s1")
+    assert m.content == f"say {word} " * 100
+    assert word not in json.dumps(m.metadata)
 
 
 async def test_add_items_empty_is_a_no_op(session: AgentZeroSession) -> None:

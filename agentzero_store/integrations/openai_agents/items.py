@@ -4,9 +4,12 @@ An item (``TResponseInputItem``) is a JSON object: a message, a function call, a
 output, a reasoning summary, or a shape this code has never seen. Each becomes one
 episodic turn whose text is what recall should find (the message's words, the call's
 name and arguments, the output) and whose metadata holds the whole item as its JSON
-text, keys in the caller's order, so ``get_items`` returns exactly what was added. An
-item too large for the metadata cap (``MAX_METADATA_BYTES``) is kept as the turn's text
-instead: recall then searches its JSON, and nothing is cut.
+text, keys in the caller's order, so ``get_items`` returns exactly what was added. When
+the text is one string of the item (a message's content, a tool's output: most items),
+that string is kept once, as the turn's text, and its place in the item is noted, so a
+long message costs no second copy. An item still too large for the metadata cap
+(``MAX_METADATA_BYTES``) is kept whole as the turn's text instead: recall then searches
+its JSON, and nothing is cut.
 
 No import of the SDK here: the items are plain dicts.
 """
@@ -89,23 +92,31 @@ def _check_keys(value: Any) -> None:
             stack.extend(v)
 
 
-def text_of(item: Mapping[str, Any]) -> str:
-    """What recall should find of an item: the strings under ``TEXT_KEYS``, in order."""
-    words: list[str] = []
+Path = list[str | int]  # keys and indices from an item down to one of its strings
 
-    def walk(v: Any, key: str | None) -> None:
+
+def _texts(item: Mapping[str, Any]) -> list[tuple[Path, str]]:
+    """The strings under ``TEXT_KEYS`` with where each is, in order."""
+    found: list[tuple[Path, str]] = []
+
+    def walk(v: Any, key: str | None, path: Path) -> None:
         if isinstance(v, str):
             if key in TEXT_KEYS and v.strip():
-                words.append(v)
+                found.append((path, v))
         elif isinstance(v, Mapping):
             for k, sub in v.items():
-                walk(sub, k)
+                walk(sub, k, [*path, k])
         elif isinstance(v, list | tuple):
-            for sub in v:
-                walk(sub, key)
+            for i, sub in enumerate(v):
+                walk(sub, key, [*path, i])
 
-    walk(item, None)
-    text = "\n".join(words)
+    walk(item, None, [])
+    return found
+
+
+def text_of(item: Mapping[str, Any]) -> str:
+    """What recall should find of an item: the strings under ``TEXT_KEYS``, in order."""
+    text = "\n".join(t for _, t in _texts(item))
     if not text.strip():
         kind = item.get("type") if isinstance(item.get("type"), str) else "item"
         text = f"[{kind}]"
@@ -126,12 +137,33 @@ def role_of(item: Mapping[str, Any]) -> str:
 
 
 def to_turn(item: Any) -> Turn:
-    """The turn that stores ``item`` (see the module)."""
+    """The turn that stores ``item`` (see the module). When the item's text is one
+    string of it (a message's content, a tool's output), that string is kept once, as
+    the turn's text, and its place in the item is noted (``at``)."""
     raw = item_json(item)
-    meta: dict[str, Any] = {KEY: {"v": VERSION, "item": raw}}
+    texts = _texts(item)
+    text = text_of(item)
+    kept: dict[str, Any] = {"v": VERSION, "item": raw}
+    if len(texts) == 1 and texts[0][1] == text:
+        path = texts[0][0]
+        kept = {"v": VERSION, "item": item_json(_with(item, path, None)), "at": path}
+    meta = {KEY: kept}
     if len(json.dumps(meta, ensure_ascii=False).encode("utf-8", "replace")) <= MAX_METADATA_BYTES:
-        return Turn(role_of(item), text_of(item), metadata=meta)
+        return Turn(role_of(item), text, metadata=meta)
     return Turn(role_of(item), raw, metadata={KEY: {"v": VERSION, "in": "content"}})
+
+
+def _with(value: Any, path: Path, leaf: Any) -> Any:
+    """A copy of ``value`` with what is at ``path`` replaced by ``leaf`` (only the
+    containers on the path are copied)."""
+    if not path:
+        return leaf
+    head, rest = path[0], path[1:]
+    if isinstance(value, Mapping) and isinstance(head, str) and head in value:
+        return {k: (_with(v, rest, leaf) if k == head else v) for k, v in value.items()}
+    if isinstance(value, list | tuple) and isinstance(head, int) and 0 <= head < len(value):
+        return [(_with(v, rest, leaf) if i == head else v) for i, v in enumerate(value)]
+    raise ValueError("the path leads nowhere")
 
 
 def from_memory(m: Memory) -> dict[str, Any]:
@@ -143,14 +175,21 @@ def from_memory(m: Memory) -> dict[str, Any]:
         return {"role": role, "content": m.content}
     raw = kept.get("item") if kept.get("in") != "content" else m.content
     try:
-        item = json.loads(raw) if isinstance(raw, str) and kept.get("v") == VERSION else None
-    except ValueError:
-        item = None
-    if not isinstance(item, dict):
+        if not isinstance(raw, str) or kept.get("v") != VERSION:
+            raise ValueError("not a version-1 item")
+        item = json.loads(raw)
+        at = kept.get("at")
+        if at is not None:
+            if not isinstance(at, list) or not at:
+                raise ValueError("a bad path")
+            item = _with(item, at, m.content)
+        if not isinstance(item, dict):
+            raise ValueError("not an object")
+    except (ValueError, TypeError, RecursionError) as exc:
         raise CorruptStoreError(
-            f"memory {m.id} should hold a session item and does not",
+            f"memory {m.id} should hold a session item and does not ({exc})",
             hint="run `agentzero store verify`; the turn is still there (AgentMemory.get)",
-        )
+        ) from None
     return item
 
 
