@@ -30,7 +30,8 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from types import TracebackType
+from typing import Any, Self, TypeVar
 
 from ..agentmem import AgentMemory
 from ..base.config import StoreConfig
@@ -154,6 +155,32 @@ class Lease:
                 shared.close()
 
 
+class Handle:
+    """What every adapter object (session, chat history, vector store) does with its
+    lease: ``close`` (idempotent), ``with`` blocks, and release when garbage-collected
+    unclosed. Later calls raise ``HandleClosedError`` (a ``RuntimeError``, like the
+    frameworks' SQLite classes); other objects on the data dir go on."""
+
+    _lease: Lease
+
+    def _hold(self, held: Lease) -> None:
+        self._lease = held
+        # Released when closed, or when the object is garbage-collected unclosed.
+        self._finalizer = weakref.finalize(self, held.release)
+
+    def close(self) -> None:
+        """Stop using the data dir (the last user in this process closes its memory)."""
+        self._finalizer()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
 async def finish_despite_cancel(awaitable: Awaitable[T]) -> T:
     """Await ``awaitable`` to its end even if the awaiting task is cancelled meanwhile
     (as many times as it is); its error, else the cancellation, is raised after."""
@@ -250,6 +277,7 @@ def open_count() -> int:
 
 
 __all__ = [
+    "Handle",
     "HandleClosedError",
     "Lease",
     "finish_despite_cancel",

@@ -9,10 +9,8 @@ soft forget (undoable within the window) unless opened with ``erase=True``.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
@@ -22,11 +20,11 @@ from ...agentmem import AgentMemory, ChatHistory
 from ...base.config import StoreConfig
 from ...base.errors import InvalidArgumentError
 from ...embed.vectors import Embedder
-from .._shared import lease
+from .._shared import Handle, lease
 from .messages import from_stored, to_stored
 
 
-class AgentZeroChatMessageHistory(BaseChatMessageHistory):
+class AgentZeroChatMessageHistory(Handle, BaseChatMessageHistory):
     """The messages of conversation ``session_id`` of an encrypted agent memory."""
 
     def __init__(
@@ -45,20 +43,21 @@ class AgentZeroChatMessageHistory(BaseChatMessageHistory):
         ``agent_id``) of ``data_dir`` (created if missing); one memory per data dir is
         shared by every history and session of this process. ``embedder``: embed each
         message for semantic recall. ``erase``: ``clear`` erases irreversibly."""
-        self._lease = lease(
-            data_dir,
-            passphrase=passphrase,
-            org_id=org_id,
-            agent_id=agent_id,
-            embedder=embedder,
-            config=config,
-            what="AgentZeroChatMessageHistory",
+        self._hold(
+            lease(
+                data_dir,
+                passphrase=passphrase,
+                org_id=org_id,
+                agent_id=agent_id,
+                embedder=embedder,
+                config=config,
+                what="AgentZeroChatMessageHistory",
+            )
         )
-        self._finalizer = weakref.finalize(self, self._lease.release)
         try:
             self._chat = self._lease.call(lambda mem: ChatHistory(mem, session_id, erase=erase))
         except BaseException:
-            self._finalizer()
+            self.close()
             raise
         self.session_id = session_id
 
@@ -109,18 +108,6 @@ class AgentZeroChatMessageHistory(BaseChatMessageHistory):
             self._chat.add_message(message)
 
     # ------------------------------------------------------------------ lifecycle
-    def close(self) -> None:
-        """Stop using the data dir (the last user closes the memory)."""
-        self._finalizer()
-
-    def __enter__(self) -> AgentZeroChatMessageHistory:
-        return self
-
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"AgentZeroChatMessageHistory({self.session_id!r})"
 

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -38,13 +36,13 @@ from ...base.errors import InvalidArgumentError
 from ...base.limits import MAX_RESULTS, check_limit
 from ...items import Item, ItemStore
 from ...memory.store import SqliteMemoryStore
-from .._shared import lease
+from .._shared import Handle, lease
 
 NAMESPACE = ("documents",)  # every document of a collection lives in this namespace
 Filter = Callable[[Document], bool] | Mapping[str, Any] | None
 
 
-class AgentZeroVectorStore(VectorStore):
+class AgentZeroVectorStore(Handle, VectorStore):
     """The documents of one collection of an encrypted data dir (see the module)."""
 
     def __init__(
@@ -68,14 +66,13 @@ class AgentZeroVectorStore(VectorStore):
             )
         self.embedding = embedding
         self.collection = collection
-        self._lease = lease(
-            data_dir, passphrase=passphrase, config=config, what="AgentZeroVectorStore"
+        self._hold(
+            lease(data_dir, passphrase=passphrase, config=config, what="AgentZeroVectorStore")
         )
-        self._finalizer = weakref.finalize(self, self._lease.release)
         try:
             self._items = self._lease.call(lambda mem: _item_store(mem, collection))
         except BaseException:
-            self._finalizer()
+            self.close()
             raise
 
     @property
@@ -357,18 +354,6 @@ class AgentZeroVectorStore(VectorStore):
         return store
 
     # ------------------------------------------------------------------ lifecycle
-    def close(self) -> None:
-        """Stop using the data dir (the last user closes it)."""
-        self._finalizer()
-
-    def __enter__(self) -> AgentZeroVectorStore:
-        return self
-
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"AgentZeroVectorStore(collection={self.collection!r})"
 

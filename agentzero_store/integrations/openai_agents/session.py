@@ -19,10 +19,8 @@ worker thread, so the event loop never waits on SQLite, fsync or the key derivat
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from agents.items import TResponseInputItem
@@ -35,11 +33,11 @@ from ...base.config import StoreConfig
 from ...base.errors import InvalidArgumentError, NotFoundError
 from ...base.limits import MAX_RESULTS, check_name
 from ...embed.vectors import Embedder
-from .._shared import lease
+from .._shared import Handle, lease
 from .items import from_memory, to_turn
 
 
-class AgentZeroSession(SessionABC):
+class AgentZeroSession(Handle, SessionABC):
     """The items of one Agents SDK session, kept as turns of an encrypted agent memory."""
 
     session_settings: SessionSettings | None = None
@@ -77,17 +75,17 @@ class AgentZeroSession(SessionABC):
             else SessionSettings()
         )
         self.erase = erase
-        self._lease = lease(
-            data_dir,
-            passphrase=passphrase,
-            org_id=org_id,
-            agent_id=agent_id,
-            embedder=embedder,
-            config=config,
-            what="AgentZeroSession",
+        self._hold(
+            lease(
+                data_dir,
+                passphrase=passphrase,
+                org_id=org_id,
+                agent_id=agent_id,
+                embedder=embedder,
+                config=config,
+                what="AgentZeroSession",
+            )
         )
-        # Released when closed, or when the session is garbage-collected unclosed.
-        self._finalizer = weakref.finalize(self, self._lease.release)
 
     # ------------------------------------------------------------------ SessionABC
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
@@ -126,19 +124,6 @@ class AgentZeroSession(SessionABC):
         await self._lease.write(self._clear)
 
     # ------------------------------------------------------------------ lifecycle
-    def close(self) -> None:
-        """Stop using the data dir (the last session on it closes the memory). Later
-        calls raise ``HandleClosedError`` (a ``RuntimeError``, like ``SQLiteSession``)."""
-        self._finalizer()
-
-    def __enter__(self) -> AgentZeroSession:
-        return self
-
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"AgentZeroSession({self.session_id!r})"
 
