@@ -482,3 +482,55 @@ async def test_another_process_writes_the_same_session(data_dir: Path) -> None:
     assert got[0] == "first" and len(got) == 41
     assert [c for c in got if c.startswith("child")] == [f"child {i}" for i in range(20)]
     assert [c for c in got if c.startswith("parent")] == [f"parent {i}" for i in range(20)]
+
+
+async def test_what_a_session_keeps_between_calls_follows_every_change(data_dir: Path) -> None:
+    """A session object keeps the newest turns decoded between calls, trusted only while
+    memory.db's change feed has not moved: writes by another session object, a forget,
+    an undo and an erase through another handle all show at once."""
+    with open_session(data_dir) as s, open_session(data_dir) as twin:
+        for i in range(5):  # one call each: an undo puts m1 back by its own time
+            await s.add_items([msg("user", f"m{i}")])
+        assert [i["content"] for i in await s.get_items(limit=3)] == ["m2", "m3", "m4"]
+        await twin.add_items([msg("user", "from the twin")])
+        assert (await s.get_items())[-1] == msg("user", "from the twin")
+        got = await s.get_items()
+        got[0]["content"] = "changed by the caller"  # results are copies
+        assert (await s.get_items())[0] == msg("user", "m0")
+        with AgentMemory.open(data_dir, passphrase=PASSPHRASE, config=FAST) as mem:
+            ids = {m.content: m.id for m in mem.memories(conversation_id="s1")}
+            receipt = mem.forget(id=ids["m1"])
+            assert [i["content"] for i in await s.get_items()] == [
+                "m0",
+                "m2",
+                "m3",
+                "m4",
+                "from the twin",
+            ]
+            mem.undo(receipt.token)
+            assert [i["content"] for i in await s.get_items(limit=5)] == [
+                "m1",
+                "m2",
+                "m3",
+                "m4",
+                "from the twin",
+            ]
+            mem.erase(id=ids["m4"])
+            assert msg("user", "m4") not in await s.get_items()
+        await s.add_items([msg("user", "after")])
+        assert [i["content"] for i in await s.get_items(limit=2)] == ["from the twin", "after"]
+        assert len(await s.get_items()) == 6
+
+
+async def test_a_long_session_is_read_whole(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentzero_store.integrations.openai_agents import session as module
+
+    monkeypatch.setattr(module, "TAIL_TURNS", 4)  # keep at most 4 turns between calls
+    with open_session(data_dir) as s:
+        await s.add_items([msg("user", f"m{i}") for i in range(3)])
+        assert len(await s.get_items()) == 3
+        await s.add_items([msg("user", f"n{i}") for i in range(3)])  # the tail drops m0, m1
+        assert [i["content"] for i in await s.get_items(limit=4)] == ["m2", "n0", "n1", "n2"]
+        assert [i["content"] for i in await s.get_items()] == ["m0", "m1", "m2", "n0", "n1", "n2"]

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from ...agentmem import Memory, Turn
+from ...agentmem import Turn
 from ...base.errors import CorruptStoreError, InvalidArgumentError
 from ...base.limits import MAX_METADATA_BYTES
 
@@ -166,7 +167,30 @@ def _with(value: Any, path: Path, leaf: Any) -> Any:
     raise ValueError("the path leads nowhere")
 
 
-def from_memory(m: Memory) -> dict[str, Any]:
+class StoredTurn(Protocol):
+    """What ``from_memory`` reads of a turn (a ``Memory`` has it, and ``Kept``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A turn as just written (its id, role, text and metadata), for a session's tail."""
+
+    id: str
+    role: str
+    content: str
+    metadata: Mapping[str, Any]
+
+
+def from_memory(m: StoredTurn) -> dict[str, Any]:
     """The item a turn stores. A turn written otherwise (``AgentMemory.add_turn``,
     ``ChatHistory``) reads as a message ``{"role", "content"}`` of its text."""
     kept = m.metadata.get(KEY)
@@ -193,4 +217,14 @@ def from_memory(m: Memory) -> dict[str, Any]:
     return item
 
 
-__all__ = ["KEY", "VERSION", "from_memory", "item_json", "role_of", "text_of", "to_turn"]
+__all__ = [
+    "KEY",
+    "VERSION",
+    "Kept",
+    "StoredTurn",
+    "from_memory",
+    "item_json",
+    "role_of",
+    "text_of",
+    "to_turn",
+]

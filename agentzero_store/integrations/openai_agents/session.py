@@ -13,13 +13,18 @@ every index at once: a soft forget by default (``AgentMemory.undo`` brings it ba
 the undo window, consolidation purges it after), with ``erase=True`` an irreversible erase.
 
 Sessions share one agent memory per data dir in a process (``_shared``): open as many as
-you like, from any thread or event loop. Every async method runs its store call in a
+you like, from any thread or event loop. A session object keeps the newest turns it read
+or wrote (up to ``TAIL_TURNS``) decoded between calls and serves ``get_items`` from them
+while memory.db's change feed has not moved: any write of a memory row, by this process
+or another (an add, a forget, an erase, an undo), moves it, and the next call reads the
+store again. Every async method runs its store call in a
 worker thread, so the event loop never waits on SQLite, fsync or the key derivation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +38,29 @@ from ...base.config import StoreConfig
 from ...base.errors import InvalidArgumentError, NotFoundError
 from ...base.limits import MAX_RESULTS, check_name
 from ...embed.vectors import Embedder
+from ...memory.store import SqliteMemoryStore
 from .._shared import Handle, lease
-from .items import from_memory, to_turn
+from .items import Kept, StoredTurn, from_memory, to_turn
+
+TAIL_TURNS = 5_000  # most turns a session object keeps decoded between calls
+
+
+@dataclass
+class _Tail:
+    """The newest turns of a session, oldest first, as memory.db held them at change
+    feed position ``seq``; all of its turns if ``complete``."""
+
+    seq: int
+    turns: list[StoredTurn]
+    complete: bool
+
+
+def _seq(mem: AgentMemory) -> int | None:
+    """The change feed's position: it moves with every write of a memory row (added,
+    forgotten, erased, brought back), by this process or another. None on PostgreSQL,
+    where nothing is kept between calls."""
+    store = mem.store
+    return store.source_seq() if isinstance(store, SqliteMemoryStore) else None
 
 
 class AgentZeroSession(Handle, SessionABC):
@@ -75,6 +101,7 @@ class AgentZeroSession(Handle, SessionABC):
             else SessionSettings()
         )
         self.erase = erase
+        self._tail: _Tail | None = None  # the newest turns as last read (see _newest)
         self._hold(
             lease(
                 data_dir,
@@ -138,21 +165,61 @@ class AgentZeroSession(Handle, SessionABC):
         )
 
     def _newest(self, mem: AgentMemory, n: int | None) -> list[dict[str, Any]]:
-        """The newest ``n`` items (all with None or a negative n), oldest first."""
+        """The newest ``n`` items (all with None or a negative n), oldest first: from
+        the tail this object read before if nothing in memory.db changed since (its
+        change feed says), else read afresh."""
         want = None if n is None or n < 0 else n
-        got: list[Memory] = []
+        seq = _seq(mem)  # read first: a write after it can only make the tail look stale
+        tail = self._tail
+        if (
+            tail is None
+            or seq is None
+            or tail.seq != seq
+            or not (tail.complete or (want is not None and want <= len(tail.turns)))
+        ):
+            tail = self._read(mem, want, seq)
+        chosen = tail.turns if want is None else tail.turns[max(0, len(tail.turns) - want) :]
+        return [from_memory(t) for t in chosen]
+
+    def _read(self, mem: AgentMemory, want: int | None, seq: int | None) -> _Tail:
+        got: list[StoredTurn] = []
         while want is None or len(got) < want:
             size = MAX_RESULTS if want is None else min(MAX_RESULTS, want - len(got))
             page = self._page(mem, size, len(got))
             got += page
             if len(page) < size:
                 break
-        return [from_memory(m) for m in reversed(got)]
+        tail = _Tail(-1 if seq is None else seq, got[::-1], want is None or len(got) < want)
+        if seq is not None and len(got) <= TAIL_TURNS:
+            self._tail = tail
+        return tail
 
     def _add(self, mem: AgentMemory, items: list[Any]) -> None:
-        mem.add_turns(self.session_id, [to_turn(i) for i in items])
+        turns = [to_turn(i) for i in items]
+        before = _seq(mem)
+        ids = mem.add_turns(self.session_id, turns)
+        after = _seq(mem)
+        tail, self._tail = self._tail, None
+        # The feed grew by exactly our rows: nobody else wrote meanwhile, so the tail
+        # plus what we wrote is the session's tail now.
+        if (
+            tail is not None
+            and before is not None
+            and after is not None
+            and tail.seq == before
+            and after - before == len(turns)
+        ):
+            tail.turns += [
+                Kept(i, t.role, t.content, t.metadata) for i, t in zip(ids, turns, strict=True)
+            ]
+            tail.seq = after
+            if len(tail.turns) > TAIL_TURNS:
+                del tail.turns[: len(tail.turns) - TAIL_TURNS]
+                tail.complete = False
+            self._tail = tail
 
     def _pop(self, mem: AgentMemory) -> dict[str, Any] | None:
+        self._tail = None
         while True:
             newest = self._page(mem, 1, 0)
             if not newest:
@@ -168,6 +235,7 @@ class AgentZeroSession(Handle, SessionABC):
             return item
 
     def _clear(self, mem: AgentMemory) -> None:
+        self._tail = None
         if self.erase:
             mem.erase(conversation_id=self.session_id)
         else:
