@@ -5,6 +5,8 @@
 - ``records``: ``Item``, ``ItemHit`` and the checks on namespaces, keys and values;
 - ``filters``: filters on a value's fields (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``,
   ``$lte``);
+- ``search`` / ``vector_cache``: ranked search (exact cosine over the collection's
+  vectors, kept in RAM between writes; hybrid fusion) and its pages;
 - ``namespaces``: listing namespaces (prefix/suffix conditions, wildcard, depth);
 - ``repository`` / ``schema``: every SQL statement; the tables and their migrations.
 

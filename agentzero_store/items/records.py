@@ -94,6 +94,8 @@ def check_key(key: Any) -> str:
 def _check_text(s: str, what: str) -> None:
     if "\x00" in s or SEP in s:
         raise InvalidArgumentError(f"{what} holds NUL or \\x1f", hint=_TEXT_HINT)
+    if s.isascii():  # the common case: no surrogate possible
+        return
     try:
         s.encode("utf-8")
     except UnicodeEncodeError:

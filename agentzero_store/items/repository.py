@@ -133,19 +133,23 @@ class ItemRepository:
             args.append(limit)
         return self._q(sql, args)
 
-    def vectors(self, prefix: Namespace, now_us: int) -> list[tuple[int, bytes]]:
-        """(item id, float32 bytes) of every field vector of the live items under
-        ``prefix``."""
-        where, params = _where(prefix, False, "i.ns")
+    def vectors(self) -> list[tuple[int, str, bytes]]:
+        """(item id, namespace text, float32 bytes) of every field vector of the
+        collection, live or not, in insertion order (equal scores then rank as
+        LangGraph's InMemoryStore ranks them)."""
         return [
-            (int(r[0]), bytes(r[1]))
+            (int(r[0]), str(r[1]), bytes(r[2]))
             for r in self._q(
-                "SELECT v.item_id, v.vector FROM az_item i JOIN az_item_vector v"
-                f" ON v.item_id = i.id WHERE i.collection = ?{where}"
-                f" AND (i.expires_at_us IS NULL OR i.expires_at_us > ?)",
-                (self.collection, *params, now_us),
+                "SELECT v.item_id, i.ns, v.vector FROM az_item i JOIN az_item_vector v"
+                " ON v.item_id = i.id WHERE i.collection = ? ORDER BY v.item_id",
+                (self.collection,),
             )
         ]
+
+    def version(self) -> int:
+        """The collection's write counter (0 before its first write)."""
+        rows = self._q("SELECT version FROM az_item_collection WHERE name = ?", (self.collection,))
+        return int(rows[0][0]) if rows else 0
 
     def unvectored(self, prefix: Namespace, now_us: int) -> list[int]:
         """Ids of the live items under ``prefix`` without any vector, newest first."""
@@ -242,6 +246,7 @@ class ItemRepository:
             return False
         item_id = int(rows[0][0])
         self._drop_index(tx, [item_id])  # what the old value indexed, if it was an update
+        self._bump(tx)
         if vectors:
             self._check_dims(tx, {len(v) for v in vectors.values()})
             tx.executemany(
@@ -266,9 +271,18 @@ class ItemRepository:
             )
         if have is None:
             tx.execute(
-                "INSERT OR REPLACE INTO az_item_collection (name, dims) VALUES (?, ?)",
+                "INSERT INTO az_item_collection (name, dims) VALUES (?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET dims = excluded.dims",
                 (self.collection, want),
             )
+
+    def _bump(self, tx: WriteTx) -> None:
+        """Move the collection's version: cached vectors of it are stale."""
+        tx.execute(
+            "INSERT INTO az_item_collection (name, version) VALUES (?, 1)"
+            " ON CONFLICT (name) DO UPDATE SET version = version + 1",
+            (self.collection,),
+        )
 
     def _drop_index(self, tx: WriteTx, ids: Iterable[int]) -> None:
         rows = [(i,) for i in ids]
@@ -277,6 +291,7 @@ class ItemRepository:
 
     def _delete_ids(self, tx: WriteTx, ids: list[int]) -> int:
         if ids:
+            self._bump(tx)
             self._drop_index(tx, ids)
             tx.executemany("DELETE FROM az_item WHERE id = ?", [(i,) for i in ids])
         return len(ids)

@@ -6,7 +6,8 @@
 - ``az_item_vector``: the vectors of an item's indexed fields (float32), one per field;
 - ``az_item_text``: FTS5 over an item's indexed text (rowid = the item's id), for
   keyword and hybrid search;
-- ``az_item_collection``: each collection's vector dimension, fixed by its first vector.
+- ``az_item_collection``: each collection's vector dimension, fixed by its first vector,
+  and a version every write bumps (searches keep the vectors in RAM until it moves).
 
 All of it sits inside ``memory.db``, so SQLCipher encrypts every page (FTS5's shadow
 tables too), key rotation, backup and verify cover it, and writes take the data dir's
@@ -47,8 +48,9 @@ MIGRATIONS: tuple[Step, ...] = (
     ) WITHOUT ROWID;
     CREATE VIRTUAL TABLE az_item_text USING fts5 (text, tokenize = 'unicode61');
     CREATE TABLE az_item_collection (
-        name TEXT PRIMARY KEY,
-        dims INTEGER                    -- NULL until the first vector
+        name    TEXT PRIMARY KEY,
+        dims    INTEGER,                -- NULL until the first vector
+        version INTEGER NOT NULL DEFAULT 0  -- bumped by every write (vector_cache)
     ) WITHOUT ROWID;
     """,
 )

@@ -20,12 +20,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-import numpy as np
-
 from ..base.config import StoreConfig
 from ..base.errors import InvalidArgumentError, StoreClosedError
 from ..base.limits import MAX_RESULTS, check_limit
-from ..base.ranking import fts5_query, rrf_fuse
 from ..memory.records import to_us
 from ..memory.store import SqliteMemoryStore
 from . import schema
@@ -42,10 +39,11 @@ from .records import (
     ns_text,
 )
 from .repository import ItemRepository, Order, row_to_item
+from .search import Page, ranked_page
+from .vector_cache import VectorCache
 
 Clock = Callable[[], datetime]
 Ranking = Literal["vector", "hybrid"]
-_KEYWORD_POOL = 1000  # keyword candidates fused with the vector ranking (hybrid)
 
 
 def _utcnow() -> datetime:
@@ -78,6 +76,7 @@ class ItemStore:
         self.collection = collection
         schema.migrate(store)
         self._repo = ItemRepository(store, collection)
+        self._vectors = VectorCache()
 
     @classmethod
     def open(
@@ -292,9 +291,9 @@ class ItemStore:
         else:
             q = check_vectors({"query": vector})
             assert q is not None
-            hits = self._ranked(
-                ns, q["query"], text if ranking == "hybrid" else None, flt, lim, off
-            )
+            hybrid = text if ranking == "hybrid" else None
+            page = Page(flt, lim, off, self._now())
+            hits = ranked_page(self._repo, self._vectors, ns, q["query"], hybrid, page)
         if refresh_ttl and any(h.item.ttl_s is not None for h in hits):
             self._refresh_items([h.item for h in hits])
         return hits
@@ -303,81 +302,6 @@ class ItemStore:
         now = self._now()
         rows = self._repo.get([(i.namespace, i.key) for i in items if i.ttl_s], now)
         self._refresh(list(rows.values()), now)
-
-    def _ranked(
-        self,
-        ns: Namespace,
-        query: np.ndarray,
-        text: str | None,
-        flt: dict[str, Any] | None,
-        lim: int,
-        off: int,
-    ) -> list[ItemHit]:
-        now = self._now()
-        pairs = self._repo.vectors(ns, now)
-        scores: dict[int, float] = {}
-        ranked: list[int] = []
-        if pairs:
-            dims = {len(v) // 4 for _, v in pairs}
-            if dims != {query.shape[0]}:
-                raise InvalidArgumentError(
-                    f"the query vector has {query.shape[0]} dimensions; the collection's "
-                    f"have {sorted(dims)}",
-                    hint="embed the query with the collection's embedding model",
-                )
-            ids = np.fromiter((i for i, _ in pairs), dtype=np.int64, count=len(pairs))
-            mat = np.frombuffer(b"".join(v for _, v in pairs), dtype=np.float32).reshape(
-                len(pairs), query.shape[0]
-            )
-            sims = _cosine(mat, query)
-            order = np.argsort(-sims, kind="stable")
-            for idx in order.tolist():  # max pooling: an item's best field ranks it
-                item_id = int(ids[idx])
-                if item_id not in scores:
-                    scores[item_id] = float(sims[idx])
-                    ranked.append(item_id)
-        if text is not None:
-            match = fts5_query(text)
-            words = self._repo.keyword(match, ns, now, _KEYWORD_POOL) if match else []
-            fused = rrf_fuse({"vector": ranked, "keyword": words}, limit=len(ranked) + len(words))
-            ranked = [f.key for f in fused]
-        have = set(ranked)
-        ranked += [i for i in self._repo.unvectored(ns, now) if i not in have]
-        return self._page(ranked, scores, flt, lim, off, now)
-
-    def _page(
-        self,
-        ranked: list[int],
-        scores: dict[int, float],
-        flt: dict[str, Any] | None,
-        lim: int,
-        off: int,
-        now: int,
-    ) -> list[ItemHit]:
-        """The hits ``off`` .. ``off + lim`` of ``ranked`` that match ``flt``, read in
-        chunks so an unfiltered page reads only its own rows."""
-        out: list[ItemHit] = []
-        seen = 0
-        step = max(lim + off, 64) if flt else lim + off
-        for start in range(0, len(ranked), max(step, 1)):
-            chunk = ranked[start : start + step] if flt else ranked[off : off + lim]
-            rows = self._repo.by_ids(chunk, now)
-            for item_id in chunk:
-                row = rows.get(item_id)
-                if row is None:
-                    continue
-                item = row_to_item(row)
-                if flt and not matches(item.value, flt):
-                    continue
-                seen += 1
-                if flt and seen <= off:
-                    continue
-                out.append(ItemHit(item, scores.get(item_id)))
-                if len(out) >= lim:
-                    return out
-            if not flt:
-                break
-        return out
 
     def namespaces(
         self,
@@ -421,16 +345,6 @@ def _offset(offset: Any) -> int:
             f"offset must be a whole number from 0 to {MAX_RESULTS * 100:,}, got {offset!r}"
         )
     return offset
-
-
-def _cosine(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Cosine similarity of each row of ``mat`` to ``q`` (0 for a zero vector)."""
-    norms = np.linalg.norm(mat, axis=1) * float(np.linalg.norm(q))
-    dots = mat @ q
-    out = np.zeros(len(mat), dtype=np.float64)
-    ok = norms > 0
-    out[ok] = dots[ok] / norms[ok]
-    return out
 
 
 __all__ = ["ItemStore", "Ranking"]

@@ -166,3 +166,22 @@ def test_two_processes_wait_or_fail_clearly(tmp_path: Path) -> None:
         s.put(("p",), "second", {"v": 2})  # waits for the holder's commit
         assert holder.wait(timeout=30) == 0
         assert {i.key for i in s.scan(("p",))} == {"holder", "second"}
+
+
+def test_rotation_backup_and_verify_cover_the_items(tmp_path: Path) -> None:
+    """The items live in memory.db: the data dir's own operations carry them."""
+    from agentzero_store import Credential
+    from agentzero_store.ops import backup_store, restore_store, rotate_keys, verify_store
+
+    root, cred = tmp_path / "data", Credential.from_passphrase("items pass")
+    with ItemStore.open(root, passphrase="items pass", config=FAST) as s:
+        s.put(("users", "a"), "fact", {"likes": "tea"}, vectors={"f": [1.0, 0.0]}, text="tea")
+    rotate_keys(root, cred)
+    assert verify_store(root, cred).clean
+    backup_store(root, cred, tmp_path / "backup")
+    restore_store(tmp_path / "backup", tmp_path / "restored", cred)
+    for where in (root, tmp_path / "restored"):
+        with ItemStore.open(where, passphrase="items pass", config=FAST, create=False) as s:
+            assert s.get(("users", "a"), "fact").value == {"likes": "tea"}  # type: ignore[union-attr]
+            hit = s.search(("users",), vector=[1.0, 0.0], text="tea", ranking="hybrid")[0]
+            assert hit.item.key == "fact" and hit.score == pytest.approx(1.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,20 +19,8 @@ from agentzero_store import (
 )
 from agentzero_store.base.limits import MAX_METADATA_DEPTH
 
+from ..agentmem.conftest import Clock
 from ..conftest import FAST, PASSPHRASE
-
-
-class Clock:
-    """A settable clock (the point: time to live without sleeping)."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 @pytest.fixture
@@ -58,7 +46,7 @@ def test_put_get_round_trip_copies(items: ItemStore, clock: Clock) -> None:
     assert got.created_at == got.updated_at == clock.now
     got.value["n"] = 99  # a copy: changing it changes nothing stored
     assert items.get(("users", "alice"), "prefs").value["n"] == 3  # type: ignore[union-attr]
-    clock.advance(5)
+    clock.advance(seconds=5)
     items.put(("users", "alice"), "prefs", {"n": 4})
     again = items.get(("users", "alice"), "prefs")
     assert again is not None and again.value == {"n": 4} and again.data is None
@@ -87,7 +75,7 @@ def test_collections_are_apart(items: ItemStore, clock: Clock) -> None:
 
 def test_scan_orders_and_bounds(items: ItemStore, clock: Clock) -> None:
     for key in ["c", "a", "d", "b"]:
-        clock.advance(1)
+        clock.advance(seconds=1)
         items.put(("t", "1"), key, {"k": key})
     items.put(("t", "1", "sub"), "z", {"k": "z"})
     exact = items.scan(("t", "1"), exact=True, order="-key")
@@ -124,7 +112,7 @@ def test_if_absent_keeps_the_live_item(items: ItemStore, clock: Clock) -> None:
     assert not items.put(("w",), "k", {"v": 2}, if_absent=True)
     assert items.get(("w",), "k").value == {"v": 1}  # type: ignore[union-attr]
     items.put(("w",), "t", {"v": 1}, ttl=1)
-    clock.advance(2)
+    clock.advance(seconds=2)
     assert items.put(("w",), "t", {"v": 2}, if_absent=True)  # an expired item is absent
 
 
@@ -216,6 +204,23 @@ def test_vector_search_max_pools_fields_and_pages(items: ItemStore) -> None:
         items.search(("v",), vector=[1, 2])
 
 
+def test_search_sees_every_handles_writes(data_dir: Path, items: ItemStore, clock: Clock) -> None:
+    items.put(("c",), "a", {}, vectors={"f": [1, 0]})
+    assert [h.item.key for h in items.search(("c",), vector=[0, 1])] == ["a"]  # now cached
+    with ItemStore.open(data_dir, passphrase=PASSPHRASE, config=FAST, clock=clock) as other:
+        other.put(("c",), "b", {}, vectors={"f": [0, 1]})
+        assert [h.item.key for h in items.search(("c",), vector=[0, 1])] == ["b", "a"]
+        other.put(("c",), "b", {}, vectors={"f": [1, 0]})  # replaced: its old vector goes
+        hits = items.search(("c",), vector=[0, 1])
+        assert [round(h.score or 0, 3) for h in hits] == [0.0, 0.0]
+        other.delete(("c",), "a")
+        assert [h.item.key for h in items.search(("c",), vector=[0, 1])] == ["b"]
+    items.put(("c",), "short", {}, vectors={"f": [0, 1]}, ttl=5)
+    assert items.search(("c",), vector=[0, 1], limit=1)[0].item.key == "short"
+    clock.advance(seconds=6)  # expired: never returned, though its vector is still cached
+    assert [h.item.key for h in items.search(("c",), vector=[0, 1])] == ["b"]
+
+
 def test_hybrid_ranking_fuses_keywords(items: ItemStore) -> None:
     items.put(("h",), "vec", {}, vectors={"t": [1, 0]}, text="nothing in common")
     items.put(("h",), "word", {}, vectors={"t": [0.6, 0.8]}, text="the zebra crossing")
@@ -230,30 +235,30 @@ def test_hybrid_ranking_fuses_keywords(items: ItemStore) -> None:
 def test_ttl_expiry_refresh_and_sweep(items: ItemStore, clock: Clock) -> None:
     items.put(("t",), "short", {"v": 1}, ttl=10)
     items.put(("t",), "forever", {"v": 2})
-    clock.advance(8)
+    clock.advance(seconds=8)
     assert items.get(("t",), "short", refresh_ttl=True) is not None  # restarts the 10 s
-    clock.advance(8)
+    clock.advance(seconds=8)
     assert items.get(("t",), "short") is not None  # 16 s after the put, 8 after the read
-    clock.advance(3)
+    clock.advance(seconds=3)
     assert items.get(("t",), "short") is None  # expired: never returned
     assert [i.key for i in items.scan(("t",))] == ["forever"]
     assert items.namespaces() == [("t",)] and items.count() == 1
     assert items.sweep_expired() == 1 and items.sweep_expired() == 0
     items.put(("gone",), "k", {}, ttl=1)
-    clock.advance(1)
+    clock.advance(seconds=1)
     assert items.namespaces() == [("t",)]  # a namespace of expired items is not listed
 
 
 def test_search_refreshes_ttl_only_when_asked(items: ItemStore, clock: Clock) -> None:
     items.put(("s",), "k", {}, ttl=10)
-    clock.advance(9)
+    clock.advance(seconds=9)
     assert len(items.search(("s",))) == 1
-    clock.advance(2)
+    clock.advance(seconds=2)
     assert items.search(("s",)) == []
     items.put(("s",), "k", {}, ttl=10)
-    clock.advance(9)
+    clock.advance(seconds=9)
     assert len(items.search(("s",), refresh_ttl=True)) == 1
-    clock.advance(2)
+    clock.advance(seconds=2)
     assert len(items.search(("s",))) == 1
 
 
