@@ -17,8 +17,8 @@ you like, from any thread or event loop. A session object keeps the newest turns
 or wrote (up to ``TAIL_TURNS``) decoded between calls and serves ``get_items`` from them
 while memory.db's change feed has not moved: any write of a memory row, by this process
 or another (an add, a forget, an erase, an undo), moves it, and the next call reads the
-store again. Every async method runs its store call in a
-worker thread, so the event loop never waits on SQLite, fsync or the key derivation.
+store again. Every async method runs its store call in a worker thread, so the event
+loop never waits on SQLite, fsync or the key derivation.
 """
 
 from __future__ import annotations
