@@ -16,7 +16,9 @@ recall, 4 writer processes; skipped, saying why, when no server can start), pgag
 (AgentMemory on PostgreSQL beside a data dir: add_turns, recall, consolidate, 4 agents
 writing at once; skipped like pg), frameworks (the LangGraph adapters beside LangGraph's
 plaintext SqliteSaver and SqliteStore: checkpoint put and get_tuple, store put and a
-text-query search over 10k items; ``benchmarks/_frameworks_langgraph.py``).
+text-query search over 10k items; ``benchmarks/_frameworks_langgraph.py``), sessions
+(the Agents SDK session, AgentZeroSession, beside the SDK's plaintext SQLiteSession:
+add_items, get_items; ``benchmarks/_frameworks_sessions.py``).
 Prints a markdown table (figure, ours, anchor, ratio, goal, pass) and writes JSON
 (default ``bench-out/results.json``). Speed figures are ratios against an anchor measured
 in the same run, ours and anchor interleaved, median over trials: absolute numbers on a
@@ -47,7 +49,8 @@ sys.path[:0] = [str(HERE), str(REPO)]
 from _harness import Figure, Skipped, table  # noqa: E402
 
 GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger",
-          "locomo", "agentmem", "tiers", "coldstart", "pg", "pgagent", "frameworks")
+          "locomo", "agentmem", "tiers", "coldstart", "pg", "pgagent", "frameworks",
+          "sessions")
 NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
 
@@ -180,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
 
             progress("frameworks: the LangGraph adapters beside SqliteSaver and SqliteStore")
             figures += _frameworks_langgraph.run(Path(tmp), quick=args.quick, progress=progress)
+        if "sessions" in args.groups:
+            import _frameworks_sessions
+
+            progress("sessions: AgentZeroSession beside the Agents SDK's SQLiteSession")
+            figures += _frameworks_sessions.run(Path(tmp), quick=args.quick, progress=progress)
         if "scifact" in args.groups:
             import _rag
 
