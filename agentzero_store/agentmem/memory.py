@@ -1125,7 +1125,10 @@ class AgentMemory:
         owner = self.repo.namespace_owner(name)
         if owner is None:
             owner = self.repo.create_namespace(name, self.agent_id, self.now_us())
-        handle = ns.Namespace(self.repo, name, self.agent_id, owner, self.now_us)
+        # Grants are managed as the acting agent: the handle holds that agent's own
+        # repository, never this one's scope (a namespace's rows stay behind the gate).
+        mine = self._side.repository(self.org_id, self.agent_id)
+        handle = ns.Namespace(mine, name, self.agent_id, owner, self.now_us)
         if not handle.has_access(self.agent_id):
             raise AccessDeniedError(f"agent {self.agent_id!r} has no access to namespace {name!r}")
         return handle
