@@ -193,6 +193,7 @@ class ChatHistory:
         across restarts is the point; ``fresh=True`` clears them first (a soft forget,
         or an erase with ``erase=True``). Returns the history."""
         check_text("agent_id", agent_id)
+        self._mem.gate.check()  # binding is using the memory: refused once revoked
         if agent_id != self._mem.agent_id:
             raise InvalidArgumentError(
                 f"this history is agent {self._mem.agent_id!r}'s; init({agent_id!r}) names "
@@ -288,12 +289,15 @@ class ChatHistory:
         limit = check_limit(limit)
         store = self._mem.store
         mode: Literal["hybrid", "keyword"] = "hybrid" if store.embedder else "keyword"
+        # The memory's scope (a namespace's or session's, not the acting agent's), read
+        # through its gate: the grant is checked before the indexes are searched.
+        scope = self._mem.gate.scope()
         hits = store.recall(
             check_text("query", query),
             limit,
             mode=mode,
-            org_id=self._mem.org_id,
-            agent_id=self._mem.agent_id,
+            org_id=scope.org_id,
+            agent_id=scope.agent_id,
             conversation_id=self._cid,
         )
         out = []

@@ -9,15 +9,14 @@ consolidation in ``consolidate``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import functools
-import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from ..base.config import StoreConfig
 from ..base.errors import AccessDeniedError, InvalidArgumentError, NotFoundError
 from ..base.limits import MAX_TTL_SECONDS, check_limit, check_text
 from ..embed.vectors import Embedder
-from ..memory.records import KINDS, MemoryEntry, from_us, text_fingerprint, to_us
+from ..memory.records import KINDS, MemoryEntry, Scope, from_us, text_fingerprint, to_us
 from ..memory.store import SqliteMemoryStore
 from ..memory.write import Prepared, new_ids
 from ..pg.choose import open_memory_store
@@ -66,6 +65,12 @@ from .records import (
 )
 from .repository import Filter, NewMemory, entities
 from .tokens import count_tokens
+
+if TYPE_CHECKING:
+    from .archive import Archive
+    from .postgres.archive import PgArchive
+    from .postgres.repository import PgRepository
+    from .repository import SqliteRepository
 
 Clock = Callable[[], datetime]
 Mode = Literal["auto", "semantic", "keyword", "hybrid"]
@@ -115,17 +120,22 @@ class AgentMemory:
         self._own_store = own_store
         self._clock: Clock = store._clock
         self._side = side_of(store)
-        self.repo = self._side.repository(org_id, self.scope_agent)
-        self._guard = ns.Guard(self.repo, namespace, agent_id)
+        # The scope's repository and archive live only in the gate, which checks the
+        # grant whenever either is read (``namespaces.ScopeGate``).
+        self.gate = ns.ScopeGate(
+            self._side.repository(org_id, self.scope_agent),
+            self._side.archive(org_id, self.scope_agent),
+            Scope(org_id, self.scope_agent),
+            namespace,
+            agent_id,
+        )
         self._hot = HotTier(self.config.hot_turns)
         self._tokens = Budget(store.embedder)
-        self.archive_file = self._side.archive(org_id, self.scope_agent)
         self._accesses: list[tuple[str, int]] = []
         parts = Parts(
             store,
             self._side,
-            self.repo,
-            self.archive_file,
+            self.gate,
             self.config,
             self._clock,
             org_id,
@@ -180,8 +190,8 @@ class AgentMemory:
         )
         try:
             mem = cls(store, org_id, agent_id, own_store=True, namespace=namespace)
-            mem.repo.migrate()
-            mem._guard.check()
+            mem.gate.migrate()
+            mem.gate.check()
             mem._life.check_archive()
             mem._life.finish_pending_erase()
             mem._adopt()
@@ -189,6 +199,17 @@ class AgentMemory:
             store.close()
             raise
         return mem
+
+    @property
+    def repo(self) -> SqliteRepository | PgRepository:
+        """The repository of this handle's scope (all its SQL), through ``gate``: on a
+        namespace handle every read of it checks the grant first."""
+        return self.gate.repo
+
+    @property
+    def archive_file(self) -> Archive | PgArchive:
+        """The archive of this handle's scope, through ``gate`` (the grant checked)."""
+        return self.gate.archive
 
     def _adopt(self) -> None:
         """Give this scope's memories written below the layer (``SqliteMemoryStore``,
@@ -206,16 +227,21 @@ class AgentMemory:
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        """Write buffered accesses and close (the store too, if this opened it)."""
+        """Write buffered accesses and close (the store too, if this opened it). Closing
+        never needs the grant: on a handle whose namespace was revoked, the buffered
+        accesses are dropped (they are the namespace's rows to write no more) and an
+        unfinished erase is left to the next open of the namespace, which finishes it."""
         if not self._closed:
             try:
-                self.flush()
-                if self._life.erase_unfinished:
-                    # A concurrent reader kept an erase from emptying the WAL: try again.
-                    self._life.finish_pending_erase()
+                with contextlib.suppress(AccessDeniedError):
+                    self.flush()
+                    if self._life.erase_unfinished:
+                        # A concurrent reader kept an erase from emptying the WAL: try again.
+                        self._life.finish_pending_erase()
             finally:
                 self._closed = True
-                self.archive_file.close()
+                self._accesses = []
+                self.gate.close()
                 if self._own_store:
                     self.store.close()
 
@@ -691,10 +717,11 @@ class AgentMemory:
     def flush(self) -> None:
         """Write the buffered access log (also done on close and every
         ``access_flush_every`` accesses; a crash loses at most those, never a memory)."""
+        repo = self.repo  # checked before the buffer is taken: a refusal loses nothing
         if self._accesses:
             pending, self._accesses = self._accesses, []
-            with self.repo.transaction() as tx:
-                self.repo.log_access(tx, pending)
+            with repo.transaction() as tx:
+                repo.log_access(tx, pending)
 
     def get(self, memory_id: str) -> Memory | None:
         """One memory of this scope (its text read back from the archive if archived),
@@ -777,9 +804,9 @@ class AgentMemory:
         session's scope), and what was written below the layer there is adopted."""
         for name, v in (("org_id", org_id), ("agent_id", agent_id)):
             ns.check_name(name, v)
+        self.gate.check()  # a revoked handle opens nothing more
         mem = AgentMemory(self.store, org_id, agent_id, own_store=False)
         try:
-            mem._guard.check()
             mem._adopt()
         except BaseException:
             mem.close()
@@ -998,6 +1025,9 @@ class AgentMemory:
         return self.add_turn(conversation_id, "tool", content, speaker=check_text("tool", tool))
 
     def _hot_tier(self, conversation_id: str) -> tuple[list[Memory], Memory | None]:
+        # The cache holds the scope's turns: serving it is reading the scope, and a
+        # revoke moves no change feed that would invalidate it.
+        self.gate.check()
         self._hot.valid_at(self._side.change_seq())
         cached = self._hot.get(conversation_id)
         if cached is not None:
@@ -1095,7 +1125,10 @@ class AgentMemory:
         owner = self.repo.namespace_owner(name)
         if owner is None:
             owner = self.repo.create_namespace(name, self.agent_id, self.now_us())
-        handle = ns.Namespace(self.repo, name, self.agent_id, owner, self.now_us)
+        # Grants are managed as the acting agent: the handle holds that agent's own
+        # repository, never this one's scope (a namespace's rows stay behind the gate).
+        mine = self._side.repository(self.org_id, self.agent_id)
+        handle = ns.Namespace(mine, name, self.agent_id, owner, self.now_us)
         if not handle.has_access(self.agent_id):
             raise AccessDeniedError(f"agent {self.agent_id!r} has no access to namespace {name!r}")
         return handle
@@ -1165,7 +1198,11 @@ class AgentMemory:
             namespace=namespace,
             session=session,
         )
-        mem._guard.check()
+        try:
+            mem.gate.check()
+        except BaseException:
+            mem.close()
+            raise
         return mem
 
     def consolidate(
@@ -1200,28 +1237,6 @@ class AgentMemory:
         return dataclasses.replace(
             report, core_promoted=len(up), core_demoted=len(down), warm_evicted=evicted
         )
-
-
-# Calls that touch no namespace data (or must always work, like close): unchecked.
-_UNGUARDED = frozenset({"open", "close", "now", "now_us", "flush"})
-
-
-def _guarded(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def call(self: AgentMemory, *args: Any, **kwargs: Any) -> Any:
-        self._guard.check()
-        return fn(self, *args, **kwargs)
-
-    return call
-
-
-# Every public call of a handle opened on a namespace checks its grant first (one indexed
-# query; a handle on an agent's own memory or session checks nothing). Wrapping the class
-# here, rather than each method by hand, means a method added later cannot skip the
-# check: tests/agentmem/test_namespaces.py calls every public method after a revoke.
-for _name, _fn in list(vars(AgentMemory).items()):
-    if not _name.startswith("_") and _name not in _UNGUARDED and inspect.isfunction(_fn):
-        setattr(AgentMemory, _name, _guarded(_name, _fn))
 
 
 def _selector(id_: str | None, conversation_id: str | None, about: str | None) -> tuple[str, str]:

@@ -4,9 +4,15 @@ A **namespace** is a space several agents of one org read and write. Its memorie
 a scope of their own, (org, ``scope_agent(name)``), so every read path that is already
 scoped (HNSW, FTS5, the repository, graph edges, context) keeps them apart from each
 agent's own memories with no new code. Who may use it is in ``am_namespace`` (its owner:
-the agent that created it) and ``am_grant`` (the agents it granted). An ``AgentMemory``
-opened on a namespace checks the grant at the start of every call, so a revoke takes
-effect on the next call, even on a handle already open (``Guard``).
+the agent that created it) and ``am_grant`` (the agents it granted).
+
+A handle's scope is reached only through its ``ScopeGate``: the repository (every row of
+the scope), the archive and the scope itself for the store's indexes are attributes of
+the gate that check the grant each time they are read (one indexed query, read from the
+store, so a revoke made by another handle or another process holds from the next use,
+even on a handle already open). ``AgentMemory``, its services (``Parts``),
+``ChatHistory`` and ``SkillStore`` hold the gate, never the repository: code that
+reaches a namespace's data without the check cannot be written against them.
 
 A **session** (``start_session``) is a scope of its own for one agent,
 (org, ``session_agent(agent, name)``): it starts with the current core facts of the
@@ -27,9 +33,11 @@ from typing import TYPE_CHECKING
 
 from ..base.errors import AccessDeniedError, InvalidArgumentError
 from ..base.limits import check_name
-from ..memory.records import from_us
+from ..memory.records import Scope, from_us
 
 if TYPE_CHECKING:
+    from .archive import Archive
+    from .postgres.archive import PgArchive
     from .postgres.repository import PgRepository
     from .repository import SqliteRepository
 
@@ -130,30 +138,66 @@ def namespaces_of(repo: SqliteRepository | PgRepository, agent_id: str) -> list[
     return out
 
 
-class Guard:
-    """The access check of a handle opened on a namespace, run at the start of every
-    public call (one indexed query): a revoke holds from the next call on."""
+class ScopeGate:
+    """The one way to a handle's scope (see the module): its repository, archive and
+    ``Scope``, each checked for the grant whenever it is read. A handle on an agent's
+    own memory or session (``namespace`` None) checks nothing and pays nothing."""
 
     def __init__(
-        self, repo: SqliteRepository | PgRepository, namespace: str | None, agent_id: str
+        self,
+        repo: SqliteRepository | PgRepository,
+        archive: Archive | PgArchive,
+        scope: Scope,
+        namespace: str | None,
+        agent_id: str,
     ) -> None:
-        self._repo = repo
+        # Name-mangled: outside the gate nothing holds the scope's repository or archive.
+        self.__repo = repo
+        self.__archive = archive
+        self.__scope = scope
         self.namespace = namespace
         self._agent_id = agent_id
 
     def check(self) -> None:
-        """Raise AccessDeniedError unless the agent may use the namespace (now)."""
-        if self.namespace is not None and not self._repo.may_use(self.namespace, self._agent_id):
+        """Raise AccessDeniedError unless the agent may use the namespace (now, as the
+        store says: another process's revoke counts at once)."""
+        if self.namespace is not None and not self.__repo.may_use(self.namespace, self._agent_id):
             raise AccessDeniedError(
                 f"agent {self._agent_id!r} has no access to namespace {self.namespace!r}"
                 " (never granted, or revoked)"
             )
 
+    @property
+    def repo(self) -> SqliteRepository | PgRepository:
+        """The scope's repository, once the grant is checked."""
+        self.check()
+        return self.__repo
+
+    @property
+    def archive(self) -> Archive | PgArchive:
+        """The scope's archive of texts, once the grant is checked."""
+        self.check()
+        return self.__archive
+
+    def scope(self) -> Scope:
+        """The scope's (org, agent id) for the store's indexes, once the grant is checked."""
+        self.check()
+        return self.__scope
+
+    def migrate(self) -> None:
+        """Create or upgrade the layer's tables (no scope's data: unchecked, and needed
+        before the grant can be read at all)."""
+        self.__repo.migrate()
+
+    def close(self) -> None:
+        """Close the archive (no check: closing never needs the grant)."""
+        self.__archive.close()
+
 
 __all__ = [
-    "Guard",
     "Namespace",
     "NamespaceInfo",
+    "ScopeGate",
     "check_name",
     "namespaces_of",
     "scope_agent",

@@ -1,7 +1,8 @@
 """What the agent-memory modules share, so none of them imports the facade.
 
 ``AgentMemory`` builds one ``Parts`` and hands it to recall, lifecycle and consolidation:
-the memory store, the repository (all SQL), the archive, the settings and the clock.
+the memory store, the scope's gate (its repository, all SQL, and its archive, reached
+only through the grant check: ``namespaces.ScopeGate``), the settings and the clock.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from ..pg.store import PgMemoryStore
     from .archive import Archive
     from .backends import StoreSide
+    from .namespaces import ScopeGate
     from .postgres.archive import PgArchive
     from .postgres.repository import PgRepository
     from .repository import SqliteRepository
@@ -35,16 +37,26 @@ INITIAL_DIFFICULTY = 5.0  # FSRS D of a new memory (1 easy .. 10 hard)
 @dataclass(frozen=True)
 class Parts:
     """The pieces of one open agent memory. ``store`` is a ``SqliteMemoryStore`` or a
-    ``PgMemoryStore``; ``repo`` and ``archive`` are that backend's (``backends``)."""
+    ``PgMemoryStore``; ``repo`` and ``archive`` are that backend's (``backends``), read
+    through ``gate`` (the grant is checked on every read of either)."""
 
     store: SqliteMemoryStore | PgMemoryStore
     side: StoreSide
-    repo: SqliteRepository | PgRepository
-    archive: Archive | PgArchive
+    gate: ScopeGate
     config: StoreConfig
     clock: Callable[[], datetime]
     org_id: str
     agent_id: str
+
+    @property
+    def repo(self) -> SqliteRepository | PgRepository:
+        """The scope's repository (``ScopeGate.repo``: the grant checked)."""
+        return self.gate.repo
+
+    @property
+    def archive(self) -> Archive | PgArchive:
+        """The scope's archive (``ScopeGate.archive``: the grant checked)."""
+        return self.gate.archive
 
     def now(self) -> datetime:
         """The injected clock's time."""

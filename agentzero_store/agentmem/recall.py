@@ -21,7 +21,7 @@ from ..base.errors import InvalidArgumentError
 from ..base.limits import check_limit, check_text
 from ..base.ranking import rrf_fuse
 from ..embed.vectors import as_vector
-from ..memory.records import Scope, to_us
+from ..memory.records import to_us
 from . import signals as sig
 from . import when as when_
 from .flat_lists import flat_lists
@@ -282,7 +282,7 @@ class Recaller:
         vector index (None without one, or while it cannot answer: ``_exact`` decides)."""
         if qv is None:
             return None
-        scope = Scope(self._mem.org_id, self._mem.agent_id)
+        scope = self._mem.gate.scope()  # the index holds the scope's vectors: checked too
         return self._mem.side.nearest(qv, pool, scope, self._mem.now_us())
 
     def _exact(

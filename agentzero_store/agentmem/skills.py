@@ -1,6 +1,8 @@
 """``SkillStore``: an agent's skills (named, tagged lists of steps), stored encrypted in
-``memory.db`` and scoped to the memory's (org, agent); exported to and imported from
-human-readable Markdown files (``skill_markdown``).
+``memory.db`` and scoped to the memory's (org, agent) scope — on a namespace handle the
+namespace's shared skills, on a session handle the session's — and read through the
+memory's gate (``namespaces.ScopeGate``), so a revoke holds on every call; exported to
+and imported from human-readable Markdown files (``skill_markdown``).
 
 Plaintext never lands under the data dir: ``export_markdown`` refuses a directory inside
 it. An import is all or nothing: every file is read and checked first, and one problem
@@ -40,7 +42,7 @@ _SHOWN_PROBLEMS = 20  # problems spelled out in an import error's message (all i
 
 
 class SkillStore:
-    """The skills of one agent memory's (org, agent) scope."""
+    """The skills of one agent memory's scope (see the module)."""
 
     def __init__(self, mem: AgentMemory, *, _own_memory: bool = False) -> None:
         if not isinstance(mem, AgentMemory):
@@ -55,8 +57,10 @@ class SkillStore:
             )
         self._mem = mem
         self._own = _own_memory
-        self.repo = SqliteSkillRepository(mem.store, mem.org_id, mem.agent_id)
-        self.repo.migrate()
+        scope = mem.gate.scope()  # the handle's scope, not the acting agent's own
+        # Name-mangled: reached only through ``repo``, which checks the grant first.
+        self.__skills = SqliteSkillRepository(mem.store, str(scope.org_id), str(scope.agent_id))
+        self.__skills.migrate()
 
     @classmethod
     def open(cls, data_dir: Path | str, **open_kwargs: Any) -> SkillStore:
@@ -73,6 +77,13 @@ class SkillStore:
     def memory(self) -> AgentMemory:
         """The agent memory the skills belong to."""
         return self._mem
+
+    @property
+    def repo(self) -> SqliteSkillRepository:
+        """The skills' repository, once the memory's gate has checked the grant (on a
+        namespace handle: a revoke holds from the next call on)."""
+        self._mem.gate.check()
+        return self.__skills
 
     def close(self) -> None:
         """Close the memory if ``open`` opened it."""

@@ -24,6 +24,7 @@ from agentzero_store import SqliteMemoryStore
 from agentzero_store.agentmem.archive import Archive
 from agentzero_store.agentmem.backends import SqliteSide
 from agentzero_store.agentmem.lifecycle import Lifecycle
+from agentzero_store.agentmem.namespaces import ScopeGate
 from agentzero_store.agentmem.parts import Parts, new_memory
 from agentzero_store.agentmem.postgres.archive import PgArchive
 from agentzero_store.agentmem.postgres.repository import PgRepository
@@ -37,7 +38,7 @@ from agentzero_store.base.errors import (
     TamperedRecordError,
     UnsupportedByBackendError,
 )
-from agentzero_store.memory.records import MemoryEntry, from_us, to_us
+from agentzero_store.memory.records import MemoryEntry, Scope, from_us, to_us
 from agentzero_store.pg.store import PgMemoryStore
 from tests.agentmem.conftest import START, Clock
 from tests.conftest import FAST, PASSPHRASE
@@ -74,7 +75,8 @@ def pg_side(url: str, clock: Clock, agent: str = AGENT) -> Side:
     repo = PgRepository(store, ORG, agent)
     repo.migrate()
     archive = PgArchive(store, ORG, agent)
-    parts = Parts(store, PgSide(store), repo, archive, FAST, clock, ORG, agent)
+    gate = ScopeGate(repo, archive, Scope(ORG, agent), None, agent)
+    parts = Parts(store, PgSide(store), gate, FAST, clock, ORG, agent)
     return Side("pg", store, repo, archive, Lifecycle(parts))
 
 
@@ -96,7 +98,17 @@ def sides(tmp_path: Path, pg_url: str, clock: Clock) -> Iterator[tuple[Side, Sid
         sq_store,
         sq_repo,
         archive,
-        Lifecycle(Parts(sq_store, SqliteSide(sq_store), sq_repo, archive, FAST, clock, ORG, AGENT)),
+        Lifecycle(
+            Parts(
+                sq_store,
+                SqliteSide(sq_store),
+                ScopeGate(sq_repo, archive, Scope(ORG, AGENT), None, AGENT),
+                FAST,
+                clock,
+                ORG,
+                AGENT,
+            )
+        ),
     )
     pg = pg_side(pg_url, clock)
     yield sq, pg

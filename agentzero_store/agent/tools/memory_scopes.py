@@ -182,8 +182,10 @@ class AdoptingAppendTool(MemoryAppendTool):
         )
 
     def _run(self, a: dict[str, Any]) -> Result:
-        # The scope first: a name open would refuse is refused before anything is written.
+        # The scope first: a name open would refuse, or a handle whose namespace was
+        # revoked, is refused before anything is written.
         mem = self.scopes.get(a["org_id"], a["agent_id"])
+        mem.gate.check()
         out = super()._run(a)
         mem.adopt()
         return out
