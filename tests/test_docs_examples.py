@@ -52,8 +52,15 @@ def blocks(page: Path) -> list[Block]:
             body.append(lines[i])
             i += 1
         before = next((ln for ln in reversed(lines[:start]) if ln.strip()), "")
-        out.append(Block(page, start + 1, lang, "\n".join(body) + "\n",
-                         bool(ILLUSTRATIVE.match(before.strip()))))
+        out.append(
+            Block(
+                page,
+                start + 1,
+                lang,
+                "\n".join(body) + "\n",
+                bool(ILLUSTRATIVE.match(before.strip())),
+            )
+        )
         i += 1
     return out
 
@@ -79,8 +86,9 @@ def _pages_with(lang: set[str]) -> list[Path]:
 
 def _run(cmd: list[str], home: Path, script: str) -> None:
     home.mkdir()
-    proc = subprocess.run(cmd, input=script, cwd=home, env=_env(home), capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        cmd, input=script, cwd=home, env=_env(home), capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
 
 
