@@ -1,4 +1,4 @@
-"""The roles and privileges the README asks of a deployment, tried on a real server:
+"""The roles and privileges docs/postgresql.md asks of a deployment, tried on a real server:
 an administrator creates the extension, an owner role creates the store (and stores its
 first vector, which types the column and builds the HNSW index), and an application
 role with only SELECT/INSERT/DELETE on the data tables does everything else."""
@@ -67,7 +67,7 @@ def test_an_application_role_needs_only_data_privileges(postgres: PgServer, pg_u
 
 
 AGENT_GRANTS = (
-    # The README's list for the agent memory, beside GRANTS: each az_am_* table named
+    # docs/postgresql.md's list for the agent memory, beside GRANTS: each az_am_* table named
     # (never all tables: that would include az_keys), the layer's columns of az_memory,
     # az_meta for the adoption marks, and the two identity sequences.
     "GRANT SELECT, INSERT, UPDATE, DELETE ON {tables} TO {app}",
@@ -80,7 +80,7 @@ AGENT_GRANTS = (
 
 def test_the_agent_memory_runs_as_the_application_role(postgres: PgServer, pg_url: str) -> None:
     """The owner opens the agent memory once (its migration alters az_memory); then the
-    application role, with the README's grants and no more, runs a whole session."""
+    application role, with the grants of docs/postgresql.md and no more, runs a whole session."""
     from agentzero_store import AgentMemory, Turn
 
     db = pg_url.rsplit("/", 1)[1]
