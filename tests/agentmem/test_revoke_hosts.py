@@ -48,9 +48,13 @@ def host_on(mem: AgentMemory) -> ToolHost:
 
 def test_every_tool_and_mcp_call_is_refused_after_a_revoke(where: Path | str, clock: Clock) -> None:
     def appended() -> int:
-        """The store rows ``memory_append`` wrote (it writes below the layer, as b)."""
-        with open_memory(where, clock, agent_id="b") as b:
-            return len(b.memories(conversation_id="c"))
+        """The store rows ``memory_append`` wrote into the namespaces (it writes below
+        the layer, into the handle's scope), read by their owner."""
+        with open_memory(where, clock, agent_id="owner") as o:
+            return sum(
+                len(o.shared(n).memories(conversation_id="c"))
+                for n in ("ops", "live", "ops2", "live2")
+            )
 
     with open_memory(where, clock, agent_id="owner") as owner:
         for name in ("ops", "live", "ops2", "live2"):
@@ -175,3 +179,26 @@ def test_every_inspector_call_is_refused_after_a_revoke(data_dir: Path, clock: C
             mine.grant("ops", "c", True)
     finally:
         mine.close()
+
+
+@pytest.mark.parametrize("kind", ["namespace", "session"])
+def test_memory_append_on_a_shared_or_session_handle_writes_into_that_scope(
+    where: Path | str, clock: Clock, kind: str
+) -> None:
+    """``memory_append`` writes below the layer: on a namespace or session handle the row
+    belongs to that scope (where recall, list and forget of the handle find it), never
+    to the acting agent's own memory."""
+    with open_memory(where, clock, agent_id="owner") as owner:
+        owner.namespace("team").grant("b")
+        with open_memory(where, clock, agent_id="b") as b:
+            handle = b.shared("team") if kind == "namespace" else b.start_session("trip")
+            tools = {t.name: t for t in build_tools(MemoryScopes.pinned(handle), None)}
+            tools["memory_append"].run({"content": "an appended zebra", "conversation_id": "c"})
+            assert [m.content for m in handle.memories(conversation_id="c")] == [
+                "an appended zebra"
+            ]
+            hits = tools["memory_recall"].run({"query": "zebra", "mode": "keyword"})["results"]
+            assert [h["content"] for h in hits] == ["an appended zebra"]
+            assert b.memories(conversation_id="c") == []  # not the acting agent's own
+            if kind == "namespace":
+                assert [m.content for m in owner.shared("team").memories()] == ["an appended zebra"]

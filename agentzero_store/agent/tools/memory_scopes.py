@@ -186,7 +186,9 @@ class AdoptingAppendTool(MemoryAppendTool):
         # revoked, is refused before anything is written.
         mem = self.scopes.get(a["org_id"], a["agent_id"])
         mem.gate.check()
-        out = super()._run(a)
+        # The row belongs to the handle's scope: a namespace's or a session's own, not the
+        # acting agent's (whose id the caller names and the pin checks).
+        out = super()._run({**a, "agent_id": mem.scope_agent})
         mem.adopt()
         return out
 
