@@ -236,3 +236,27 @@ def test_erase_leaves_no_derived_text_on_disk(
         if p.is_file()
         for n in needles
     )
+
+
+def test_a_store_from_before_provenance_gets_it_from_promoted_to_on_open(
+    where: Path | str, clock: Clock
+) -> None:
+    with open_memory(where, clock) as mem:
+        turns = _say_three_times(mem, "c1")
+        derived = _promoted(mem)
+        # Back to the schema before provenance (SQLite v4, PostgreSQL v1).
+        if isinstance(mem.store, SqliteMemoryStore):
+            with mem.store.transaction() as tx:
+                tx.execute("DROP TABLE am_source")
+                tx.execute("ALTER TABLE am_tombstone DROP COLUMN derived")
+                tx.execute("UPDATE meta SET value = '4' WHERE key = 'agentmem_schema'")
+        else:
+            with mem.store.transaction() as ptx:
+                ptx.execute("DROP TABLE az_am_source")
+                ptx.execute("ALTER TABLE az_am_tombstone DROP COLUMN derived")
+                ptx.execute("UPDATE az_meta SET value = '1' WHERE key = 'agentmem_schema'")
+    with open_memory(where, clock) as mem:
+        old = mem.get(derived.id)
+        assert old is not None and old.sources == tuple(sorted(turns))
+        assert mem.forget(conversation_id="c1").derived == (derived.id,)
+        _nowhere(mem, derived.id)
