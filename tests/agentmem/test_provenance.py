@@ -260,3 +260,26 @@ def test_a_store_from_before_provenance_gets_it_from_promoted_to_on_open(
         assert old is not None and old.sources == tuple(sorted(turns))
         assert mem.forget(conversation_id="c1").derived == (derived.id,)
         _nowhere(mem, derived.id)
+
+
+def test_provenance_is_followed_to_the_end(where: Path | str, clock: Clock) -> None:
+    """A memory derived from a derived one (a fact a later step extracts from a promoted
+    memory, say) goes with the first source too; recorded here through the repository,
+    as any deriving step records it."""
+    with open_memory(where, clock) as mem:
+        a = mem.add_turn("c1", "user", "Ana moved to Lisbon in May")
+        b = mem.remember("Ana lives in Lisbon").id
+        c = mem.remember("Ana's city is Lisbon").id
+        with mem.repo.transaction() as tx:
+            mem.repo.add_sources(tx, b, [a])
+            mem.repo.add_sources(tx, c, [b])
+        got = mem.get(c)
+        assert got is not None and got.sources == (b,)
+        receipt = mem.forget(id=a)
+        assert receipt.derived == tuple(sorted((b, c)))
+        assert mem.get(b) is None and mem.get(c) is None
+        assert mem.undo(receipt.token) == 3
+        assert mem.get(c) is not None
+        report = mem.erase(id=a)
+        assert report.ids == (a,) and report.derived == tuple(sorted((b, c)))
+        assert mem.memories() == []
