@@ -15,6 +15,7 @@ from .conftest import run_cli as run
 SCOPE = ("--org", "o1", "--agent", "a1")
 NO_EMBEDDER = ("--embedder", "none")
 MEMORY_KEYS = {
+    "sources",
     "id",
     "type",
     "content",
@@ -131,7 +132,13 @@ def test_every_verb_with_its_json(where: Path | str) -> None:
 
     # forget (undoable), undo, erase (needs --yes)
     receipt = mem(where, "forget", "--about", "ana")
-    assert receipt["count"] == 3 and set(receipt) == {"token", "count", "recoverable_until", "ids"}
+    assert receipt["count"] == 3 and set(receipt) == {
+        "token",
+        "count",
+        "recoverable_until",
+        "ids",
+        "derived",
+    }
     assert mem(where, "recall", "Ana", *NO_EMBEDDER) == []
     assert mem(where, "undo", receipt["token"]) == {"restored": 3}
     back = [h["id"] for h in mem(where, "recall", "Ana lives", *NO_EMBEDDER)]
@@ -143,6 +150,7 @@ def test_every_verb_with_its_json(where: Path | str) -> None:
         "count": 1,
         "ids": [oslo],
         "pending": False,
+        "derived": [],
     }
     assert mem(where, "recall", "Oslo", "--include-archived", *NO_EMBEDDER) == []
 

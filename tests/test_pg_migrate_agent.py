@@ -104,6 +104,11 @@ def _session(where: Path | str, clock: Clock, canary: str = "") -> dict[str, str
             [Turn("user", f"turn {i} about the quarterly report", speaker="Bo") for i in range(30)],
         )
         mem.summarize("conv2")  # a warm summary of the older turns
+        for conv in ("conv3", "conv4"):  # each said three times: promoted, with provenance
+            for _ in range(3):
+                mem.add_turn(conv, "user", f"in {conv} the bike shed door code changed again {c}")
+        mem.consolidate()
+        mem.erase(conversation_id="conv4")  # a tombstone listing a derived memory apart
         mem.pin(meet.id)
         mem.namespace("team").grant("a2")
         with mem.shared("team") as shared:
@@ -157,6 +162,8 @@ def test_an_agent_memory_moves_to_postgresql_and_back(
         before = _snapshot(mem)
     assert len(before["memories"]) >= 40 and len(before["facts"]) == 4
     assert before["tombstones"] and before["pinned"] and before["context"].section("warm")
+    assert len([m for m in before["memories"] if m.sources]) == 1
+    assert [len(t["derived"]) for t in before["tombstones"]] == [0, 1]
     r = _migrate(src, pg_url)
     moved = r.agent_memory
     assert moved["facts"] == 6 and moved["archived_texts"] == 1 and moved["namespaces"] == 1
@@ -183,7 +190,7 @@ def test_an_agent_memory_moves_to_postgresql_and_back(
             mem.assert_fact("Ana", "lives_in", "Madrid")
             assert mem.history()[-1].seq > seq
             mem.erase(id=ids["turn"])
-            assert len(mem.tombstones()) == 2
+            assert len(mem.tombstones()) == 3
 
 
 def test_a_move_into_postgresql_seals_every_text(

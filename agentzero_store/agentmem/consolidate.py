@@ -22,6 +22,7 @@ import numpy as np
 from ..memory.records import MemoryEntry, to_us
 from . import dedup, fsrs
 from .parts import new_memory
+from .provenance import split_derived
 from .records import ConsolidationReport
 
 if TYPE_CHECKING:
@@ -80,8 +81,11 @@ def _expire(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
     ``consolidate``)."""
     repo = mem.repo
     expired = repo.expired(now_us)
+    # What was derived from an expired memory may quote it: it goes with it.
+    live, hidden = split_derived(repo, [i for i, _ in expired]) if expired else ([], [])
+    expired = sorted(set(expired) | set(live))
     orphans = [(o, -1) for o in repo.orphans()]
-    purge = repo.purgeable(now_us)
+    purge = sorted(set(repo.purgeable(now_us)) | set(hidden))
     if dry_run or not (expired or orphans or purge):
         return len(expired), len(purge)
     with repo.transaction() as tx:
@@ -117,6 +121,7 @@ def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
         if live:
             with repo.transaction() as tx:
                 repo.set_promoted(tx, fresh, live[0])
+                repo.add_sources(tx, live[0], fresh)
                 repo.add_edges(tx, [(live[0], i, "semantic", 1.0) for i in fresh], now_us)
             linked += len(fresh)
             continue
@@ -140,6 +145,8 @@ def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
             repo.insert(tx, prepared, [meta])
             new_id = prepared.ids[0]
             repo.set_promoted(tx, group, new_id)
+            # Its text is one of theirs: forgetting or erasing any of them reaches it.
+            repo.add_sources(tx, new_id, group)
             repo.add_edges(tx, [(new_id, i, "semantic", 1.0) for i in group], now_us)
             repo.append_history(tx, now_us, [("promote", new_id, {"sources": list(group)})])
         promoted += 1

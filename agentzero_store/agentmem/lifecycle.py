@@ -18,6 +18,7 @@ import numpy as np
 
 from ..base.errors import CorruptStoreError, NotFoundError
 from ..memory.records import MemoryEntry, from_us, to_us
+from .provenance import held_elsewhere, split_derived
 from .records import EraseReport, ForgetReceipt, Memory
 from .repository import Row
 
@@ -134,14 +135,27 @@ class Lifecycle:
         now = mem.now()
         until = now + timedelta(days=mem.config.forget_undo_days)
         token = secrets.token_urlsafe(18)
+        derived: list[tuple[str, int]] = []
         if chosen:
             now_us, until_us = to_us(now), to_us(until)
             with mem.repo.transaction() as tx:
-                mem.repo.forget(tx, chosen, token, now_us, until_us)
+                # What was derived from them may quote them: it goes too, in this same
+                # transaction, under the same token (``provenance``).
+                derived = split_derived(mem.repo, [mid for mid, _ in chosen], tx)[0]
+                mem.repo.forget(tx, chosen + derived, token, now_us, until_us)
                 mem.repo.append_history(
-                    tx, now_us, [("forget", mid, {"token": token}) for mid, _ in chosen]
+                    tx,
+                    now_us,
+                    [("forget", mid, {"token": token}) for mid, _ in chosen]
+                    + [("forget", mid, {"token": token, "derived": True}) for mid, _ in derived],
                 )
-        return ForgetReceipt(token, len(chosen), until, tuple(mid for mid, _ in chosen))
+        return ForgetReceipt(
+            token,
+            len(chosen),
+            until,
+            tuple(mid for mid, _ in chosen),
+            tuple(mid for mid, _ in derived),
+        )
 
     def undo(self, token: str) -> int:
         """Bring back a forget still within its window (see ``AgentMemory.undo``)."""
@@ -152,6 +166,14 @@ class Lifecycle:
                 "no forget with this token in its undo window",
                 hint="undo works until the receipt's recoverable_until, in the same scope",
             )
+        # A derived memory another forget still hides a source of stays hidden, under
+        # that forget (``provenance``); the rest comes back.
+        held = held_elsewhere(mem.repo, [mid for mid, _, _ in entries])
+        entries = [e for e in entries if e[0] not in held]
+        if not entries:
+            with mem.repo.transaction() as tx:
+                self._move_held(tx, held)
+            return 0
         payloads = [p for _, p, _ in entries]
         archived = {
             p["am_memory"][0]: p["am_memory"][19]
@@ -185,6 +207,7 @@ class Lifecycle:
         prepared = mem.store.prepare(records, vectors)
         now_us = mem.now_us()
         with mem.repo.transaction() as tx:
+            self._move_held(tx, held)
             written = dict(tx.insert(prepared))
             if len(written) < len(memory_rows):  # another handle undid it meanwhile
                 raise NotFoundError(
@@ -201,6 +224,14 @@ class Lifecycle:
             )
         return len(entries)
 
+    def _move_held(self, tx: LayerTx, held: dict[str, tuple[str, int]]) -> None:
+        """Put undo entries an undo leaves hidden under the forget that holds them."""
+        by_forget: dict[tuple[str, int], list[str]] = {}
+        for mid, where in sorted(held.items()):
+            by_forget.setdefault(where, []).append(mid)
+        for (token, until_us), ids in by_forget.items():
+            self._mem.repo.move_forgotten(tx, ids, token, until_us)
+
     # ------------------------------------------------------------------ erase
     def erase(self, selector: tuple[str, str]) -> EraseReport:
         """Hard erase (see ``AgentMemory.erase``)."""
@@ -211,11 +242,18 @@ class Lifecycle:
             raise NotFoundError(f"no memory {selector[1]!r} in this scope")
         ids = tuple(sorted({mid for mid, _ in chosen} | set(forgotten)))
         pending = False
+        derived: list[str] = []
         if ids:
             with mem.repo.transaction() as tx:
-                mem.repo.erase(tx, chosen, forgotten, selector[0], mem.now_us())
+                # What was derived from them (live or forgotten) may hold their text: it
+                # is erased with them (``provenance``).
+                live, hidden = split_derived(mem.repo, ids, tx)
+                derived = sorted({mid for mid, _ in live} | set(hidden))
+                mem.repo.erase(
+                    tx, chosen + live, [*forgotten, *hidden], selector[0], mem.now_us(), derived
+                )
             pending = not self.finish_pending_erase()
-        return EraseReport(len(ids), ids, pending)
+        return EraseReport(len(ids), ids, pending, tuple(derived))
 
     def finish_pending_erase(self) -> bool:
         """The steps of an erase after its commit, resumable (``am_purge``): the archive's

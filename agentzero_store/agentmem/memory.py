@@ -942,11 +942,15 @@ class AgentMemory:
     ) -> ForgetReceipt:
         """Soft-forget every memory chosen by exactly one of ``id``, ``conversation_id``
         or ``about``: gone from every recall path at once, recoverable with
-        ``undo(receipt.token)`` until ``receipt.recoverable_until``."""
+        ``undo(receipt.token)`` until ``receipt.recoverable_until``. What was derived
+        from them (``Memory.sources``: a promoted copy of a turn, say) goes with them,
+        listed in ``receipt.derived``."""
         return self._life.forget(_selector(id, conversation_id, about))
 
     def undo(self, token: str) -> int:
-        """Bring back what a forget removed (within its window); returns how many."""
+        """Bring back what a forget removed (within its window); returns how many. A
+        derived memory one of whose other sources another forget still hides stays
+        hidden, and comes back with that forget's undo."""
         return self._life.undo(check_text("token", token))
 
     def erase(
@@ -959,13 +963,16 @@ class AgentMemory:
         """Hard, irreversible erase (GDPR): the text leaves every place it exists — the
         memory row, the keyword index, the vectors and the HNSW checkpoint, the archive,
         the belief history and the undo area, and the old pages of memory.db and the
-        archive. A content-free tombstone remains. If another process is reading an
-        older snapshot, old pages can only go once it finishes: the report says
-        ``pending`` and the next erase, ``close`` or open completes it."""
+        archive. What was derived from them (``Memory.sources``) is erased with them
+        (``report.derived``; the next ``consolidate`` derives again from the sources
+        that remain, by its own rule). A content-free tombstone remains. If another
+        process is reading an older snapshot, old pages can only go once it finishes:
+        the report says ``pending`` and the next erase, ``close`` or open completes it."""
         return self._life.erase(_selector(id, conversation_id, about))
 
     def tombstones(self) -> list[dict[str, Any]]:
-        """What erase removed in this scope (ids, counts and times; never content)."""
+        """What erase removed in this scope (ids, counts and times, and the derived
+        memories it took with them; never content)."""
         return self.repo.tombstones()
 
     # ------------------------------------------------------------------ tiers, context

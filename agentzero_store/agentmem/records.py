@@ -88,6 +88,10 @@ class Memory:
     archived: bool
     about: tuple[str, ...]
     metadata: Mapping[str, Any]
+    # The ids of the memories this one was derived from (consolidation's promotion of
+    # recurring turns; any derived memory or fact): forgetting or erasing one of them
+    # takes this one with it. Empty for a memory written as it is.
+    sources: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (datetimes as ISO 8601)."""
@@ -110,6 +114,7 @@ class Memory:
             "archived": self.archived,
             "about": list(self.about),
             "metadata": dict(self.metadata),
+            "sources": list(self.sources),
         }
 
 
@@ -252,6 +257,9 @@ class ForgetReceipt:
     count: int
     recoverable_until: datetime
     ids: tuple[str, ...] = ()
+    # Memories derived from those chosen (``Memory.sources``, followed to the end),
+    # hidden with them under the same token; not counted in ``count``.
+    derived: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -260,12 +268,14 @@ class ForgetReceipt:
             "count": self.count,
             "recoverable_until": self.recoverable_until.isoformat(),
             "ids": list(self.ids),
+            "derived": list(self.derived),
         }
 
 
 @dataclass(frozen=True)
 class EraseReport:
-    """What a hard erase removed: memory rows (live, archived) and forgotten ones.
+    """What a hard erase removed: memory rows (live, archived) and forgotten ones, and
+    what was derived from them (``derived``).
 
     ``pending``: the rows, keyword tokens, vectors and archive copies are gone, but
     another connection was reading an older snapshot, so old pages of memory.db or the
@@ -275,10 +285,18 @@ class EraseReport:
     count: int
     ids: tuple[str, ...]
     pending: bool = False
+    # Memories derived from those chosen (``Memory.sources``, followed to the end),
+    # erased with them; not counted in ``count``.
+    derived: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
-        return {"count": self.count, "ids": list(self.ids), "pending": self.pending}
+        return {
+            "count": self.count,
+            "ids": list(self.ids),
+            "pending": self.pending,
+            "derived": list(self.derived),
+        }
 
 
 @dataclass(frozen=True)

@@ -126,12 +126,19 @@ class RepositoryCore:
         """The memory store's write transaction (a ``WriteTx`` context manager)."""
         return self._store.transaction()
 
-    def _each(self, sql: str, values: Sequence[Any], after: Sequence[Any] = ()) -> list[Any]:
+    def _each(
+        self,
+        sql: str,
+        values: Sequence[Any],
+        after: Sequence[Any] = (),
+        tx: WriteTx | None = None,
+    ) -> list[Any]:
         """The rows of ``sql`` (its ``{in}`` a placeholder list) over ``values`` in
         batches below SQLite's bound-variable limit; ``after``: parameters that follow."""
         rows: list[Any] = []
         for part in batches(list(values)):
-            rows.extend(self._q(sql.format(**{"in": placeholders(len(part))}), (*part, *after)))
+            sql_part = sql.format(**{"in": placeholders(len(part))})
+            rows.extend(self._q(sql_part, (*part, *after), tx))
         return rows
 
     def _q(self, sql: str, params: Sequence[Any] = (), tx: WriteTx | None = None) -> list[Any]:

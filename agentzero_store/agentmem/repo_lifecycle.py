@@ -90,11 +90,16 @@ class LifecycleRows(ReadRows):
             tx.execute(f"DELETE FROM am_edge WHERE src IN ({ph}) OR dst IN ({ph})", args + args)
 
     def _drop_references(self, tx: WriteTx, ids: Sequence[str]) -> None:
-        """Pins, core marks and every summary made from these memories (a summary's text
-        may quote them): for erase, and the purge after an undo window."""
+        """Pins, core marks, provenance either way and every summary made from these
+        memories (a summary's text may quote them): for erase, and the purge after an
+        undo window."""
         for part in batches(list(ids)):
             ph, args = placeholders(len(part)), list(part)
             tx.execute(f"DELETE FROM am_pin WHERE memory_id IN ({ph})", args)
+            tx.execute(
+                f"DELETE FROM am_source WHERE memory_id IN ({ph}) OR source_id IN ({ph})",
+                args + args,
+            )
             tx.execute(f"DELETE FROM am_core WHERE memory_id IN ({ph})", args)
             made = f"SELECT summary_id FROM am_summary_source WHERE memory_id IN ({ph})"
             tx.execute(f"DELETE FROM am_summary WHERE id IN ({made})", args)
@@ -173,11 +178,13 @@ class LifecycleRows(ReadRows):
         forgotten: Sequence[str],
         selector: str,
         at_us: int,
+        derived: Sequence[str] = (),
     ) -> None:
         """Delete every row holding these memories, in every table, with their history,
         access log and undo entries; leave a content-free tombstone and a pending purge
         (the archive, the keyword index's segments, the WAL and the HNSW checkpoint are
-        cleaned after the commit; ``am_purge`` makes that resumable)."""
+        cleaned after the commit; ``am_purge`` makes that resumable). ``derived``: those
+        of them erased for what they were derived from (listed apart in the tombstone)."""
         ids = sorted({mid for mid, _ in chosen} | set(forgotten))
         self._drop_layer_rows(tx, ids)
         self._drop_references(tx, ids)
@@ -188,10 +195,12 @@ class LifecycleRows(ReadRows):
             tx.execute(f"DELETE FROM am_forgotten WHERE memory_id IN ({ph})", args)
         tx.delete_labels([label for _, label in chosen])
         self.prune_speakers(tx)
+        apart = set(derived)
+        chose = [i for i in ids if i not in apart]
         tx.execute(
-            "INSERT INTO am_tombstone (org_id, agent_id, at_us, selector, count, ids)"
-            " VALUES (?,?,?,?,?,?)",
-            (*self._scope, at_us, selector, len(ids), json.dumps(ids)),
+            "INSERT INTO am_tombstone (org_id, agent_id, at_us, selector, count, ids, derived)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (*self._scope, at_us, selector, len(chose), json.dumps(chose), json.dumps(derived)),
         )
         tx.executemany("INSERT OR IGNORE INTO am_purge (memory_id) VALUES (?)", [(i,) for i in ids])
 
@@ -215,7 +224,8 @@ class LifecycleRows(ReadRows):
         tx.executemany("DELETE FROM am_purge WHERE memory_id = ?", [(i,) for i in ids])
 
     def tombstones(self) -> list[dict[str, Any]]:
-        """What erase removed in this scope: when, by what kind of selector, which ids."""
+        """What erase removed in this scope: when, by what kind of selector, which ids,
+        and which memories derived from them it erased with them."""
         return [
             {
                 "seq": r[0],
@@ -223,9 +233,10 @@ class LifecycleRows(ReadRows):
                 "selector": r[2],
                 "count": r[3],
                 "ids": json.loads(r[4]),
+                "derived": json.loads(r[5]),
             }
             for r in self._q(
-                "SELECT seq, at_us, selector, count, ids FROM am_tombstone"
+                "SELECT seq, at_us, selector, count, ids, derived FROM am_tombstone"
                 " WHERE org_id = ? AND agent_id = ? ORDER BY seq",
                 self._scope,
             )

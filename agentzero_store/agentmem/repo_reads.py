@@ -17,10 +17,11 @@ from ..memory.records import Scope, from_us
 from ..memory.rows import placeholders
 from .fsrs import text_salience
 from .records import Memory
-from .repo_core import READ_COLUMNS, Candidate, Filter, RepositoryCore, Row, batches, entities
+from .repo_core import READ_COLUMNS, Candidate, Filter, Row, batches, entities
+from .repo_sources import SourceRows
 
 
-class ReadRows(RepositoryCore):
+class ReadRows(SourceRows):
     """Reads of memory rows (see the module)."""
 
     # ------------------------------------------------------------------ reads
@@ -43,10 +44,17 @@ class ReadRows(RepositoryCore):
                 f" AND {where}",
                 (*part, *self._scope, *self._scope, f.now_us, *params),
             )
-            about = self._about_rows([r[1] for r in rows])
-            for r in rows:
-                out[r[0]] = Row(r[0], self._memory(r, about.get(r[1], ())), r[18])
+            out.update((row.label, row) for row in self._built(rows))
         return out
+
+    def _built(self, rows: Sequence[Any]) -> list[Row]:
+        """``Row``s of rows of ``READ_COLUMNS``, with their entities and sources."""
+        about = self._about_rows([r[1] for r in rows])
+        sources = self.sources_of([r[1] for r in rows])
+        return [
+            Row(r[0], self._memory(r, about.get(r[1], ()), sources.get(r[1], ())), r[18])
+            for r in rows
+        ]
 
     def candidates(self, labels: Sequence[int], f: Filter) -> dict[int, Candidate]:
         """Those of ``labels`` that are live, unexpired, in scope and pass ``f``, with what
@@ -108,7 +116,9 @@ class ReadRows(RepositoryCore):
         return {mid: entities(None, None, found) for mid, found in rows.items()}
 
     @staticmethod
-    def _memory(r: Sequence[Any], about: Sequence[tuple[str, str]]) -> Memory:
+    def _memory(
+        r: Sequence[Any], about: Sequence[tuple[str, str]], sources: tuple[str, ...] = ()
+    ) -> Memory:
         importance = float(r[11])
         # r[3] is the text here: an archived row's salience was filled before its text
         # left (``fill_salience``).
@@ -132,6 +142,7 @@ class ReadRows(RepositoryCore):
             archived=r[17] is not None,
             about=entities(r[9], r[19], about),
             metadata={} if r[7] == "{}" else json.loads(r[7]),
+            sources=sources,
         )
 
     def _filter_sql(self, f: Filter) -> tuple[str, list[Any]]:

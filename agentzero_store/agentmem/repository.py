@@ -13,6 +13,7 @@ layer's own tables beside it in the same encrypted ``memory.db``:
 - ``am_edge``: typed links (supersedes, semantic, causal, ...);
 - ``am_access``: the access log (every memory a recall returned);
 - ``am_history``: the belief history, append-only (only erase removes from it);
+- ``am_source``: provenance, the memories each derived memory came from;
 - ``am_forgotten``: the undo area of soft forgets; ``am_tombstone``: what erase removed
   (ids and counts, never content); ``am_purge``: erases whose last steps are pending.
 
@@ -40,9 +41,10 @@ if TYPE_CHECKING:
 
 class SqliteRepository(LifecycleRows, BeliefRows):
     """The agent-memory tables of one (org, agent) scope in ``memory.db``: the core
-    (``repo_core``), reads (``repo_reads``), beliefs (``repo_beliefs``: history, facts,
-    edges, procedures), the lifecycle (``repo_lifecycle``), and here namespaces, pins and
-    core facts, the hot and warm tiers, sessions and recall's signals."""
+    (``repo_core``), provenance (``repo_sources``), reads (``repo_reads``), beliefs
+    (``repo_beliefs``: history, facts, edges, procedures), the lifecycle
+    (``repo_lifecycle``), and here namespaces, pins and core facts, the hot and warm
+    tiers, sessions and recall's signals."""
 
     # ------------------------------------------------------------------ namespaces
     # A namespace's memories live in their own scope (org, ``namespaces.scope_agent``);
@@ -520,8 +522,7 @@ class SqliteRepository(LifecycleRows, BeliefRows):
             " ORDER BY a.created_at_us DESC, a.label DESC LIMIT ? OFFSET ?",
             (*self._scope, *self._scope, f.now_us, *params, limit, offset),
         )
-        about = self._about_rows([r[1] for r in rows])
-        return [Row(r[0], self._memory(r, about.get(r[1], ())), r[18]) for r in rows]
+        return self._built(rows)
 
 
 __all__ = [

@@ -293,6 +293,32 @@ MIGRATIONS: tuple[Step, ...] = (
     """,
     # v4: the layer's columns move into the memory row (see the function).
     _fold_into_memory_rows,
+    # v5 (issue 30): provenance. ``am_source`` names, for each derived memory (a semantic
+    # memory consolidation promoted from recurring turns; later, extracted facts), the
+    # memories it came from: forget and erase of a source reach what was derived from it
+    # (``lifecycle``). Ids only, no text: like pins and summary sources its rows stay
+    # while either end is forgotten (undo needs them) and go with an erase or a purge.
+    # A tombstone lists the derived memories an erase took with its sources apart.
+    # Memories promoted before v5 get their provenance from their sources' promoted_to
+    # (live sources, and forgotten ones' kept rows: ``am_memory`` position 20).
+    """
+    CREATE TABLE am_source (
+        memory_id TEXT NOT NULL,   -- the derived memory
+        source_id TEXT NOT NULL,   -- a memory it was derived from
+        org_id    TEXT NOT NULL,
+        agent_id  TEXT NOT NULL,
+        PRIMARY KEY (memory_id, source_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX am_source_source ON am_source (source_id);
+    ALTER TABLE am_tombstone ADD COLUMN derived TEXT NOT NULL DEFAULT '[]';
+    INSERT OR IGNORE INTO am_source (memory_id, source_id, org_id, agent_id)
+        SELECT promoted_to, id, org_id, agent_id FROM memory WHERE promoted_to IS NOT NULL;
+    INSERT OR IGNORE INTO am_source (memory_id, source_id, org_id, agent_id)
+        SELECT json_extract(payload, '$.am_memory[20]'), memory_id, org_id, agent_id
+        FROM am_forgotten WHERE json_extract(payload, '$.am_memory[20]') IS NOT NULL;
+    DELETE FROM am_source WHERE memory_id NOT IN (SELECT id FROM memory)
+        AND memory_id NOT IN (SELECT memory_id FROM am_forgotten)
+    """,
 )
 
 

@@ -12,7 +12,7 @@ what it sealed, an importer of the target seals and blinds it as its own writes 
   backend derives its keys from them), its access log and, if archived, its text. Keyed
   by the memory's id, which the memory-row copy keeps (labels differ between stores).
 - ``ScopeRows``: one (org, agent) scope's facts, procedures, edges, belief history,
-  tombstones, pins, core marks, warm summaries and sessions.
+  tombstones, pins, core marks, warm summaries, sessions and provenance.
 - ``NamespaceState`` / ``GrantState``: shared namespaces and their grants, per org.
 
 What is *not* here: the undo area (a forget's payload is a backend-shaped snapshot for
@@ -219,6 +219,15 @@ class TombstoneState:
     selector: str
     count: int
     ids: tuple[str, ...]
+    derived: tuple[str, ...] = ()  # erased for what they were derived from
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    """Provenance: a derived memory and one memory it came from (``am_source``)."""
+
+    memory_id: str
+    source_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +284,7 @@ class ScopeRows:
     cores: tuple[CoreState, ...] = ()
     summaries: tuple[SummaryState, ...] = ()
     sessions: tuple[SessionState, ...] = ()
+    sources: tuple[SourceState, ...] = ()
 
     KINDS = (
         "facts",
@@ -286,6 +296,7 @@ class ScopeRows:
         "cores",
         "summaries",
         "sessions",
+        "sources",
     )
 
     def counts(self) -> dict[str, int]:
@@ -297,6 +308,7 @@ class ScopeRows:
         out = {f.id for f in self.facts} | {p.id for p in self.procedures}
         out |= {e.src for e in self.edges} | {e.dst for e in self.edges}
         out |= {p.memory_id for p in self.pins} | {c.memory_id for c in self.cores}
+        out |= {x.memory_id for x in self.sources} | {x.source_id for x in self.sources}
         for s in self.summaries:
             out.update(s.sources)
         return out
@@ -317,6 +329,7 @@ class ScopeRows:
             tuple(c for c in self.cores if c.memory_id in moved),
             tuple(s for s in self.summaries if set(s.sources) <= moved),
             self.sessions,
+            tuple(x for x in self.sources if x.memory_id in moved and x.source_id in moved),
         )
 
 
@@ -332,6 +345,7 @@ def scope_rows(org_id: str, agent_id: str, **parts: Sequence[Any]) -> ScopeRows:
         "cores": lambda x: x.memory_id,
         "summaries": lambda x: x.id,
         "sessions": lambda x: x.name,
+        "sources": lambda x: (x.memory_id, x.source_id),
     }
     return ScopeRows(
         org_id, agent_id, **{k: tuple(sorted(v, key=order[k])) for k, v in parts.items()}
@@ -395,6 +409,7 @@ __all__ = [
     "ProcedureState",
     "ScopeRows",
     "SessionState",
+    "SourceState",
     "SummaryState",
     "TombstoneState",
     "canonical",

@@ -24,6 +24,7 @@ from .transfer import (
     PinState,
     ScopeRows,
     SessionState,
+    SourceState,
     TombstoneState,
 )
 
@@ -58,12 +59,24 @@ CLEAR_KINDS = (
         # The sequence number is kept, as the history's (``HistoryState``).
         "tombstones",
         "tombstone",
-        ("seq", "at_us", "selector", "count", "ids"),
+        ("seq", "at_us", "selector", "count", "ids", "derived"),
         (),
         lambda r: TombstoneState(
-            int(r[0]), int(r[1]), str(r[2]), int(r[3]), tuple(json.loads(r[4]))
+            int(r[0]),
+            int(r[1]),
+            str(r[2]),
+            int(r[3]),
+            tuple(json.loads(r[4])),
+            tuple(json.loads(r[5])),
         ),
-        lambda t: (t.seq, t.at_us, t.selector, t.count, json.dumps(list(t.ids))),
+        lambda t: (
+            t.seq,
+            t.at_us,
+            t.selector,
+            t.count,
+            json.dumps(list(t.ids)),
+            json.dumps(list(t.derived)),
+        ),
     ),
     ClearKind(
         "pins",
@@ -80,6 +93,15 @@ CLEAR_KINDS = (
         ("memory_id",),
         lambda r: CoreState(str(r[0]), int(r[1]), str(r[2])),
         lambda c: (c.memory_id, c.since_us, c.reason),
+    ),
+    ClearKind(
+        # Provenance (ids only): it moves when both memories did.
+        "sources",
+        "source",
+        ("memory_id", "source_id"),
+        ("memory_id", "source_id"),
+        lambda r: SourceState(str(r[0]), str(r[1])),
+        lambda x: (x.memory_id, x.source_id),
     ),
     ClearKind(
         "sessions",

@@ -62,6 +62,7 @@ _SCOPED_TABLES = (
     "am_core",
     "am_summary",
     "am_session",
+    "am_source",
 )
 
 

@@ -321,10 +321,32 @@ class PgRepositoryCore:
             f" AND {where}",
             ([int(x) for x in labels], *self._scope, f.now_us, *params),
         )
+        return {row.label: row for row in self._built(rows)}
+
+    def _built(self, rows: Sequence[Any]) -> list[Row]:
+        """``Row``s of rows of ``READ_COLUMNS``, with their entities and sources."""
         about = self._about_rows([r[1] for r in rows])
-        return {
-            int(r[0]): Row(int(r[0]), self._memory(r, about.get(r[1], [])), r[18]) for r in rows
-        }
+        sources = self.sources_of([r[1] for r in rows])
+        return [
+            Row(int(r[0]), self._memory(r, about.get(r[1], []), sources.get(r[1], ())), r[18])
+            for r in rows
+        ]
+
+    def sources_of(
+        self, ids: Sequence[str], tx: PgWriteTx | None = None
+    ) -> dict[str, tuple[str, ...]]:
+        """The sources of each of ``ids`` that is derived (``az_am_source``), in id order."""
+        out: dict[str, list[str]] = {}
+        if ids:
+            for mid, src in self._q(
+                "SELECT memory_id, source_id FROM az_am_source WHERE memory_id = ANY(%s)"
+                ' AND org_id = %s AND agent_id = %s ORDER BY memory_id COLLATE "C",'
+                ' source_id COLLATE "C"',
+                (list(ids), *self._scope),
+                tx,
+            ):
+                out.setdefault(str(mid), []).append(str(src))
+        return {k: tuple(v) for k, v in out.items()}
 
     def candidates(self, labels: Sequence[int], f: Filter) -> dict[int, Candidate]:
         """Those of ``labels`` that are live, unexpired, in scope and pass ``f``, with what
@@ -392,7 +414,9 @@ class PgRepositoryCore:
                 rows.setdefault(mid, []).append((name, entity_key(name)))
         return {mid: entities(None, None, found) for mid, found in rows.items()}
 
-    def _memory(self, r: Sequence[Any], about: Sequence[tuple[str, str]]) -> Memory:
+    def _memory(
+        self, r: Sequence[Any], about: Sequence[tuple[str, str]], sources: tuple[str, ...] = ()
+    ) -> Memory:
         e = self._rows.open(r[:8])
         importance = float(r[11])
         salience = float(r[12]) if r[12] is not None else text_salience(e.content, importance)
@@ -416,6 +440,7 @@ class PgRepositoryCore:
             archived=r[17] is not None,
             about=entities(speaker, None if speaker is None else entity_key(speaker), about),
             metadata=dict(e.metadata),
+            sources=sources,
         )
 
     def _filter_sql(self, f: Filter) -> tuple[str, list[Any]]:

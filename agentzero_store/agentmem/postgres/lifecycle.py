@@ -194,12 +194,17 @@ class PgLifecycleRows(PgArchiveRows):
         tx.execute("DELETE FROM az_am_edge WHERE src = ANY(%s) OR dst = ANY(%s)", (ids, ids))
 
     def _drop_references(self, tx: PgWriteTx, ids: Sequence[str]) -> None:
-        """Pins, core marks and every summary made from these memories (a summary's text
-        may quote them): for erase, and the purge after an undo window."""
+        """Pins, core marks, provenance either way and every summary made from these
+        memories (a summary's text may quote them): for erase, and the purge after an
+        undo window."""
         if not ids:
             return
         ids = list(ids)
         tx.execute("DELETE FROM az_am_pin WHERE memory_id = ANY(%s)", (ids,))
+        tx.execute(
+            "DELETE FROM az_am_source WHERE memory_id = ANY(%s) OR source_id = ANY(%s)",
+            (ids, ids),
+        )
         tx.execute("DELETE FROM az_am_core WHERE memory_id = ANY(%s)", (ids,))
         made = "SELECT summary_id FROM az_am_summary_source WHERE memory_id = ANY(%s)"
         tx.execute(f"DELETE FROM az_am_summary WHERE id IN ({made})", (ids,))
@@ -334,10 +339,12 @@ class PgLifecycleRows(PgArchiveRows):
         forgotten: Sequence[str],
         selector: str,
         at_us: int,
+        derived: Sequence[str] = (),
     ) -> None:
         """Delete every row holding these memories, in every table, with their history,
         access log, undo entries and archived texts, in the caller's transaction; leave
-        a content-free tombstone. Nothing is left to purge after the commit (see the
+        a content-free tombstone (``derived``: those erased for what they were derived
+        from, listed apart). Nothing is left to purge after the commit (see the
         module), so no ``az_am_purge`` row is written and the facade's
         ``finish_pending_erase`` finds nothing to do."""
         ids = sorted({mid for mid, _ in chosen} | set(forgotten))
@@ -356,10 +363,12 @@ class PgLifecycleRows(PgArchiveRows):
             (*self._scope, [int(label) for _, label in chosen], ids),
         )
         self.prune_speakers(tx)
+        apart = set(derived)
+        chose = [i for i in ids if i not in apart]
         tx.execute(
-            "INSERT INTO az_am_tombstone (org_id, agent_id, at_us, selector, count, ids)"
-            " VALUES (%s,%s,%s,%s,%s,%s)",
-            (*self._scope, at_us, selector, len(ids), json.dumps(ids)),
+            "INSERT INTO az_am_tombstone (org_id, agent_id, at_us, selector, count, ids,"
+            " derived) VALUES (%s,%s,%s,%s,%s,%s,%s)",
+            (*self._scope, at_us, selector, len(chose), json.dumps(chose), json.dumps(derived)),
         )
 
     def prune_speakers(self, tx: PgWriteTx) -> None:
@@ -386,7 +395,8 @@ class PgLifecycleRows(PgArchiveRows):
         tx.execute("DELETE FROM az_am_purge WHERE memory_id = ANY(%s)", (list(ids),))
 
     def tombstones(self) -> list[dict[str, Any]]:
-        """What erase removed in this scope: when, by what kind of selector, which ids."""
+        """What erase removed in this scope: when, by what kind of selector, which ids,
+        and which memories derived from them it erased with them."""
         return [
             {
                 "seq": int(r[0]),
@@ -394,9 +404,10 @@ class PgLifecycleRows(PgArchiveRows):
                 "selector": r[2],
                 "count": r[3],
                 "ids": json.loads(r[4]),
+                "derived": json.loads(r[5]),
             }
             for r in self._q(
-                "SELECT seq, at_us, selector, count, ids FROM az_am_tombstone"
+                "SELECT seq, at_us, selector, count, ids, derived FROM az_am_tombstone"
                 " WHERE org_id = %s AND agent_id = %s ORDER BY seq",
                 self._scope,
             )

@@ -31,6 +31,7 @@ from .beliefs import PgBeliefRows
 from .core import READ_COLUMNS, PgRepositoryCore
 from .lifecycle import PgLifecycleRows
 from .schema import SCHEMA_VERSION
+from .sources import PgSourceRows
 
 if TYPE_CHECKING:
     pass
@@ -557,8 +558,7 @@ class PgRepositoryRows(PgRepositoryCore):
             rows = self._walk_newest(
                 body, args, lambda r: self._rows.open(r[:8]).kind == kind, offset, limit
             )
-        about = self._about_rows([r[1] for r in rows])
-        return [Row(int(r[0]), self._memory(r, about.get(r[1], ())), r[18]) for r in rows]
+        return self._built(rows)
 
     def _walk_newest(
         self,
@@ -602,11 +602,11 @@ class PgRepositoryRows(PgRepositoryCore):
                 chunk = min(chunk * 2, _SCAN_MAX)
 
 
-class PgRepository(PgLifecycleRows, PgBeliefRows, PgRepositoryRows):
+class PgRepository(PgLifecycleRows, PgBeliefRows, PgSourceRows, PgRepositoryRows):
     """The agent-memory tables of one (org, agent) scope in a PostgreSQL store: the
     core and reads (``core``), the archive's rows (``archive``), beliefs (``beliefs``),
-    the lifecycle (``lifecycle``), and namespaces, pins, core facts, tiers, sessions,
-    signals and listing (here)."""
+    the lifecycle (``lifecycle``), provenance (``sources``), and namespaces, pins, core
+    facts, tiers, sessions, signals and listing (here)."""
 
 
 __all__ = [

@@ -198,7 +198,28 @@ V1: tuple[str, ...] = (
     )""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (V1,)
+# v2 (issue 30): provenance, as SQLite's v5 (``agentmem.schema``): ``az_am_source`` names
+# the memories each derived memory came from (ids only: nothing to seal), and a tombstone
+# lists the derived memories an erase took apart. Memories promoted before v2 get theirs
+# from their live sources' promoted_to (a forgotten source's row is sealed in its payload,
+# out of the server's reach: a forget made before v2 does not reach them by provenance).
+V2: tuple[str, ...] = (
+    """CREATE TABLE az_am_source (
+        memory_id text NOT NULL,  -- the derived memory
+        source_id text NOT NULL,  -- a memory it was derived from
+        org_id    text NOT NULL,
+        agent_id  text NOT NULL,
+        PRIMARY KEY (memory_id, source_id)
+    )""",
+    "CREATE INDEX az_am_source_source ON az_am_source (source_id)",
+    "ALTER TABLE az_am_tombstone ADD COLUMN derived text NOT NULL DEFAULT '[]'",
+    "INSERT INTO az_am_source (memory_id, source_id, org_id, agent_id)"
+    " SELECT m.promoted_to, m.id, m.org_id, m.agent_id FROM az_memory m"
+    " WHERE m.promoted_to IS NOT NULL AND (m.promoted_to IN (SELECT id FROM az_memory)"
+    " OR m.promoted_to IN (SELECT memory_id FROM az_am_forgotten)) ON CONFLICT DO NOTHING",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (V1, V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
