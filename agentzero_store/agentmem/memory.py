@@ -23,7 +23,13 @@ import numpy as np
 
 from ..base.config import StoreConfig
 from ..base.errors import AccessDeniedError, InvalidArgumentError, NotFoundError
-from ..base.limits import MAX_TTL_SECONDS, check_limit, check_text
+from ..base.limits import (
+    MAX_TTL_SECONDS,
+    check_limit,
+    check_optional_time,
+    check_text,
+    later,
+)
 from ..embed.vectors import Embedder
 from ..memory.records import KINDS, MemoryEntry, from_us, text_fingerprint, to_us
 from ..memory.store import SqliteMemoryStore
@@ -436,7 +442,7 @@ class AgentMemory:
             raise InvalidArgumentError(
                 f"ttl must be a positive duration up to 100 years, got {ttl!r}"
             )
-        return self.now() + timedelta(seconds=seconds)
+        return later(self.now(), timedelta(seconds=seconds), "ttl")
 
     # ------------------------------------------------------------------ facts
     def assert_fact(
@@ -489,7 +495,7 @@ class AgentMemory:
         if same is not None and same.status == "duplicate":
             return same  # before embedding: the common re-assert costs one read
         text = f"{subject} {predicate.replace('_', ' ')} {object}"
-        start = valid_from or self.now()
+        start = check_optional_time("valid_from", valid_from) or self.now()
         entry = self._entry(
             text,
             role="fact",
@@ -571,6 +577,7 @@ class AgentMemory:
         history: bool = False,
     ) -> list[Fact]:
         """Facts believed now (or at ``as_of``), or every version (``history``)."""
+        as_of = check_optional_time("as_of", as_of)
         return self.repo.facts(
             entity_key(subject) if subject is not None else None,
             entity_key(predicate) if predicate is not None else None,
@@ -580,7 +587,7 @@ class AgentMemory:
 
     def history(self, target: str | None = None, *, limit: int = 1_000) -> list[HistoryEntry]:
         """The belief history (append-only), of one memory or fact or of all."""
-        return self.repo.history(target, limit)
+        return self.repo.history(target, check_limit(limit))
 
     # ------------------------------------------------------------------ procedures
     def record_outcome(
@@ -624,6 +631,7 @@ class AgentMemory:
     ) -> list[Procedure]:
         """The procedures most relevant to ``query``, best first: relevance (recall's
         fused score, relative to the best) times reliability."""
+        k = check_limit(k, "k")
         hits = self.recall(query, k=max(4 * k, 20), mode=mode, types=["procedural"], log=False)
         procs = self.repo.procedures([h.id for h in hits])
         top = hits[0].score if hits else 1.0
@@ -676,7 +684,7 @@ class AgentMemory:
             mode=mode,
             types=check_types(types),
             about=(about,) if isinstance(about, str) else about,
-            as_of=as_of,
+            as_of=check_optional_time("as_of", as_of),
             include_archived=include_archived,
             explain=explain,
             weights=weights,
@@ -797,6 +805,7 @@ class AgentMemory:
     def retrievability(self, memory_id: str, at: datetime | None = None) -> float:
         """FSRS retrievability R of a memory now (or at ``at``): 0.9 after its
         (salience-stretched) stability, 0.5 after nine times that."""
+        at = check_optional_time("at", at)
         return self._retrievability(self._require(memory_id), at or self.now())
 
     def feedback(self, memory_id: str, *, used: bool = True) -> Memory:
@@ -879,7 +888,7 @@ class AgentMemory:
         stored ones, entity links, and the implicit temporal edges to the turns just
         before and after it in its conversation."""
         m = self._require(memory_id)
-        at = at or self.now()
+        at = check_optional_time("at", at) or self.now()
         out = [self._edge(s, d, t, c, created, at) for s, d, t, c, created in self.repo.edges(m.id)]
         out += [
             self._edge(m.id, f"entity:{e}", "entity", 1.0, to_us(m.created_at), at) for e in m.about
@@ -1180,7 +1189,7 @@ class AgentMemory:
         Deterministic, idempotent, and safe to re-run after a crash at any point.
         ``progress(step, done, total)`` is called after each of its six steps."""
         self.flush()
-        at = now or self.now()
+        at = check_optional_time("now", now) or self.now()
         report = consolidate(self._parts, self._life, at, dry_run=dry_run, progress=progress)
         return self._tiers(report, to_us(at), dry_run)
 
