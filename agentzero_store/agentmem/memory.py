@@ -52,6 +52,7 @@ from .context import (
     spaced,
 )
 from .lifecycle import Lifecycle
+from .names import resolve
 from .parts import Parts, new_memory
 from .recall import Recaller
 from .records import (
@@ -185,6 +186,10 @@ class AgentMemory:
             hnsw=hnsw,
         )
         try:
+            org_id, agent_id = _scope_names(store, org_id, agent_id)
+            if namespace is not None:
+                scope = (org_id, ns.scope_agent(namespace))
+                (namespace,) = resolve([("namespace", namespace)], lambda: _holds(store, *scope))
             mem = cls(store, org_id, agent_id, own_store=True, namespace=namespace)
             mem.repo.migrate()
             mem._guard.check()
@@ -783,8 +788,7 @@ class AgentMemory:
         serving several tenants, like an MCP server left unpinned. The names are checked
         as ``open`` checks them (no control character reaches a namespace's or a
         session's scope), and what was written below the layer there is adopted."""
-        for name, v in (("org_id", org_id), ("agent_id", agent_id)):
-            ns.check_name(name, v)
+        org_id, agent_id = _scope_names(self.store, org_id, agent_id)
         mem = AgentMemory(self.store, org_id, agent_id, own_store=False)
         try:
             mem._guard.check()
@@ -1100,7 +1104,7 @@ class AgentMemory:
         """The shared namespace ``name`` of this org, created (owned by this agent) on
         first use. AccessDeniedError if it exists and this agent neither owns it nor is
         granted it."""
-        ns.check_name("namespace", name)
+        name = self._namespace_name(name)
         owner = self.repo.namespace_owner(name)
         if owner is None:
             owner = self.repo.create_namespace(name, self.agent_id, self.now_us())
@@ -1109,6 +1113,17 @@ class AgentMemory:
             raise AccessDeniedError(f"agent {self.agent_id!r} has no access to namespace {name!r}")
         return handle
 
+    def _namespace_name(self, name: str) -> str:
+        """``name``'s one spelling (``names.resolve``), or as given if a namespace exists
+        under exactly that spelling."""
+        (out,) = resolve([("namespace", name)], lambda: self.repo.namespace_owner(name) is not None)
+        return out
+
+    def _session_name(self, what: str, name: str) -> str:
+        """``name``'s one spelling, or as given if this agent has a session spelled so."""
+        (out,) = resolve([(what, name)], lambda: self.repo.session(name) is not None)
+        return out
+
     def namespaces(self) -> list[ns.NamespaceInfo]:
         """The namespaces this agent owns or is granted."""
         return ns.namespaces_of(self.repo, self.agent_id)
@@ -1116,8 +1131,7 @@ class AgentMemory:
     def shared(self, name: str) -> AgentMemory:
         """This agent's handle on namespace ``name`` (same store; close it when done).
         AccessDeniedError unless granted, on this call and every later one."""
-        ns.check_name("namespace", name)
-        return self._sibling(namespace=name)
+        return self._sibling(namespace=self._namespace_name(name))
 
     def start_session(
         self, name: str, inherits_from: Sequence[str] = (), *, procedures: bool = False
@@ -1128,8 +1142,8 @@ class AgentMemory:
         inherited. Starting a session that exists reopens it (no second copy)."""
         if self.shared_namespace is not None or self.session is not None:
             raise InvalidArgumentError("sessions start from an agent's own memory handle")
-        ns.check_name("session", name)
-        parents = [ns.check_name("inherits_from", p) for p in inherits_from]
+        name = self._session_name("session", name)
+        parents = [self._session_name("inherits_from", p) for p in inherits_from]
         if name in parents:
             raise InvalidArgumentError("a session cannot inherit from itself")
         missing = [p for p in parents if self.repo.session(p) is None]
@@ -1209,6 +1223,21 @@ class AgentMemory:
         return dataclasses.replace(
             report, core_promoted=len(up), core_demoted=len(down), warm_evicted=evicted
         )
+
+
+def _holds(store: SqliteMemoryStore | PgMemoryStore, org_id: str, agent_id: str) -> bool:
+    """Whether the store holds a live memory in the scope (``org_id``, ``agent_id``)."""
+    return bool(store.recent(1, org_id=org_id, agent_id=agent_id))
+
+
+def _scope_names(
+    store: SqliteMemoryStore | PgMemoryStore, org_id: str, agent_id: str
+) -> tuple[str, str]:
+    """The spellings (``names.resolve``) an org and agent id are used under."""
+    org, agent = resolve(
+        [("org_id", org_id), ("agent_id", agent_id)], lambda: _holds(store, org_id, agent_id)
+    )
+    return org, agent
 
 
 # Calls that touch no namespace data (or must always work, like close): unchecked.

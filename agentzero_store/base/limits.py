@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+import unicodedata
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -213,6 +214,68 @@ def later(now: datetime, delta: timedelta, name: str) -> datetime:
         ) from None
 
 
+# Scripts whose letters may share a name (Unicode TS #39, "highly restrictive"): Japanese,
+# Chinese and Korean writing mix them, each with Latin; any other mix is refused.
+_SCRIPT_MIXES = (
+    frozenset({"LATIN", "HAN", "HIRAGANA", "KATAKANA"}),
+    frozenset({"LATIN", "HAN", "BOPOMOFO"}),
+    frozenset({"LATIN", "HAN", "HANGUL"}),
+)
+# The first word of a letter's Unicode name that is not its script.
+_NOT_A_SCRIPT = {
+    "CJK": "HAN",
+    "KATAKANA-HIRAGANA": "",  # the prolonged sound mark "ー" of either
+    "MODIFIER": "",
+    "FULLWIDTH": "",
+    "HALFWIDTH": "",
+}
+
+
+def _script(c: str) -> str:
+    """The script of letter ``c`` as the first word of its Unicode name (``LATIN``,
+    ``CYRILLIC``, ``GREEK``, ``HAN``...), or '' where that word names none."""
+    word = unicodedata.name(c, "").split(" ", 1)[0]
+    return _NOT_A_SCRIPT.get(word, word)
+
+
+def scope_name(what: str, value: object) -> str:
+    """``check_name``, then the name's one spelling: NFKC (compatibility forms fold to
+    plain ones: full-width "ｔｅａｍ" is "team", "ﬁ" is "fi", composed and decomposed
+    accents are one). Case is kept: "Acme" and "acme" are two names, as they always were.
+
+    Refused, as names that look like another: invisible or formatting characters
+    (zero-width spaces and joiners, bidi controls, the BOM: Unicode categories Cf, Cc,
+    Co, Cn, Cs, Zl, Zp), spaces other than U+0020 and at either end, and letters of more
+    than one script (Latin "team" with a Cyrillic "е"), but for the mixes Japanese,
+    Chinese and Korean are written in. Digits, punctuation and marks belong to no script.
+    """
+    check_name(what, value)
+    assert isinstance(value, str)
+    folded = unicodedata.normalize("NFKC", value)
+    hint = "use visible letters of one script, digits, '-', '_', '.' and inner spaces"
+    for c in folded:
+        cat = unicodedata.category(c)
+        if cat in ("Cf", "Cc", "Co", "Cn", "Cs", "Zl", "Zp") or (cat == "Zs" and c != " "):
+            raise InvalidArgumentError(
+                f"{what} holds an invisible or formatting character (U+{ord(c):04X})",
+                hint=hint,
+            )
+    if folded != folded.strip(" "):
+        raise InvalidArgumentError(f"{what} must not start or end with a space", hint=hint)
+    if not folded.isascii():
+        scripts = {_script(c) for c in folded if unicodedata.category(c).startswith("L")}
+        scripts.discard("")
+        if len(scripts) > 1 and not any(scripts <= mix for mix in _SCRIPT_MIXES):
+            raise InvalidArgumentError(
+                f"{what} mixes letters of several scripts ({', '.join(sorted(scripts))}), "
+                "so it can look like another name",
+                hint=hint,
+            )
+    if len(folded) > MAX_NAME:  # NFKC can lengthen a name ("ﷺ" is 18 characters)
+        raise InvalidArgumentError(f"{what} is longer than {MAX_NAME} characters")
+    return folded
+
+
 def check_optional_text(name: str, value: Any) -> str | None:
     """``check_text`` for a value that may be None; anything else but a str is refused."""
     return None if value is None else check_text(name, value)
@@ -322,5 +385,6 @@ __all__ = [
     "expires_after",
     "later",
     "metadata_json",
+    "scope_name",
     "scrypt_problem",
 ]
