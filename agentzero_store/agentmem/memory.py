@@ -31,6 +31,7 @@ from ..base.limits import (
     later,
 )
 from ..embed.vectors import Embedder
+from ..memory.backfill import warn_without_embedder
 from ..memory.records import KINDS, MemoryEntry, from_us, text_fingerprint, to_us
 from ..memory.store import SqliteMemoryStore
 from ..memory.write import Prepared, new_ids
@@ -199,6 +200,8 @@ class AgentMemory:
         except BaseException:
             store.close()
             raise
+        if embedder is None and (model := store.embedding_info()[0]) is not None:
+            warn_without_embedder(model)
         return mem
 
     def _adopt(self) -> None:

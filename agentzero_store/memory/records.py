@@ -190,5 +190,5 @@ def from_us(us: int, memory_id: object = None) -> datetime:
             f"a stored time ({us} µs since 1970) is outside the years 1 to 9999",
             record=None if memory_id is None else f"memory {memory_id}",
             hint="`agentzero store verify` lists every such memory; erase it by id "
-            "(or restore from a backup)",
+            "(`agentzero memory erase --id ID --yes`) or restore a backup",
         ) from None

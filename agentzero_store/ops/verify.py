@@ -51,7 +51,10 @@ FIX_SALVAGE = (
 FIX_REBUILD = "agentzero store rebuild"
 FIX_ROTATE = "agentzero key rotate"
 FIX_ACCEPT = FIX_LOSS
-FIX_TIME = "agentzero memory erase ID (or restore a backup from before it was written)"
+FIX_TIME = (
+    "agentzero memory erase --id ID --yes --org ORG --agent AGENT (or restore a backup from "
+    "before it was written)"
+)
 _PAGE = re.compile(r"page (\d+)")
 Progress = Callable[[str, int, int], None]  # (what was just checked, done, total)
 _STAGES = ("keys.json", "ledger", "memory.db", "memory.archive.db", "rag/index.jsonl")
