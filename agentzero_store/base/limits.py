@@ -16,6 +16,9 @@ and fail there with a crash instead of an error that names the argument:
 - keys.json is read before anything in it can be authenticated: its KDF parameters
   decide how much memory and time every open spends.
 
+And one check is not of a size: names that look alike must be one name or none
+(``scope_name``), or "team" and "team\\u200b" are two tenants nobody can tell apart.
+
 These are limits of the API, not tunables: they are the same for every store, so a value
 one process accepts, every other process reads back. Every violation is an
 ``InvalidArgumentError`` (CLI exit 2) whose message names the argument and the cap.

@@ -86,7 +86,7 @@ def embed_batch(store: Backfilled, batch: int) -> int:
     how many were looked at (0: none is missing, or the embedder does not fit)."""
     embedder = store.embedder
     db = store.database
-    if embedder is None or not fits(embedder, *embedding_info(db)):
+    if embedder is None:
         return 0
     rows = [
         (int(r[0]), str(r[1]))
@@ -95,7 +95,9 @@ def embed_batch(store: Backfilled, batch: int) -> int:
             (store._now_us(), batch),
         )
     ]
-    if not rows:
+    # Rows first: an embedder that is asked for its dimension may have to load or call
+    # out (the API embedder probes), and a store with nothing missing must not cost that.
+    if not rows or not fits(embedder, *embedding_info(db)):
         return 0
     vecs = embedder.embed([text for _, text in rows])  # outside the write lock
     if vecs.shape != (len(rows), embedder.dimension):

@@ -77,14 +77,15 @@ class PgBackfill:
             self._store = self._connect()
         store = self._store
         embedder = store.embedder
-        if embedder is None or not fits(embedder, *store.embedding_info()):
+        if embedder is None:
             return 0
         rows = store.query(
             f"SELECT {COLUMNS} FROM az_memory WHERE {_MISSING} AND label > %s"
             " ORDER BY label LIMIT %s",
             (store._now_us(), self._after, batch),
         )
-        if not rows:
+        # Rows first: asking the embedder its dimension may load it or call out.
+        if not rows or not fits(embedder, *store.embedding_info()):
             return 0
         self._after = int(rows[-1][0])
         todo = [(r, e) for r in rows if (e := store._codec.open(r)).kind != "archived"]
