@@ -22,8 +22,15 @@ import numpy as np
 
 from ..base.config import StoreConfig
 from ..base.errors import AccessDeniedError, InvalidArgumentError, NotFoundError
-from ..base.limits import MAX_TTL_SECONDS, check_limit, check_text
+from ..base.limits import (
+    MAX_TTL_SECONDS,
+    check_limit,
+    check_optional_time,
+    check_text,
+    later,
+)
 from ..embed.vectors import Embedder
+from ..memory.backfill import warn_without_embedder
 from ..memory.records import KINDS, MemoryEntry, Scope, from_us, text_fingerprint, to_us
 from ..memory.store import SqliteMemoryStore
 from ..memory.write import Prepared, new_ids
@@ -45,6 +52,7 @@ from .context import (
     spaced,
 )
 from .lifecycle import Lifecycle
+from .names import resolve
 from .parts import Parts, new_memory
 from .recall import Recaller
 from .records import (
@@ -189,6 +197,10 @@ class AgentMemory:
             hnsw=hnsw,
         )
         try:
+            org_id, agent_id = _scope_names(store, org_id, agent_id)
+            if namespace is not None:
+                scope = (org_id, ns.scope_agent(namespace))
+                (namespace,) = resolve([("namespace", namespace)], lambda: _holds(store, *scope))
             mem = cls(store, org_id, agent_id, own_store=True, namespace=namespace)
             mem.gate.migrate()
             mem.gate.check()
@@ -198,6 +210,8 @@ class AgentMemory:
         except BaseException:
             store.close()
             raise
+        if embedder is None and (model := store.embedding_info()[0]) is not None:
+            warn_without_embedder(model)
         return mem
 
     @property
@@ -462,7 +476,7 @@ class AgentMemory:
             raise InvalidArgumentError(
                 f"ttl must be a positive duration up to 100 years, got {ttl!r}"
             )
-        return self.now() + timedelta(seconds=seconds)
+        return later(self.now(), timedelta(seconds=seconds), "ttl")
 
     # ------------------------------------------------------------------ facts
     def assert_fact(
@@ -515,7 +529,7 @@ class AgentMemory:
         if same is not None and same.status == "duplicate":
             return same  # before embedding: the common re-assert costs one read
         text = f"{subject} {predicate.replace('_', ' ')} {object}"
-        start = valid_from or self.now()
+        start = check_optional_time("valid_from", valid_from) or self.now()
         entry = self._entry(
             text,
             role="fact",
@@ -597,6 +611,7 @@ class AgentMemory:
         history: bool = False,
     ) -> list[Fact]:
         """Facts believed now (or at ``as_of``), or every version (``history``)."""
+        as_of = check_optional_time("as_of", as_of)
         return self.repo.facts(
             entity_key(subject) if subject is not None else None,
             entity_key(predicate) if predicate is not None else None,
@@ -606,7 +621,7 @@ class AgentMemory:
 
     def history(self, target: str | None = None, *, limit: int = 1_000) -> list[HistoryEntry]:
         """The belief history (append-only), of one memory or fact or of all."""
-        return self.repo.history(target, limit)
+        return self.repo.history(target, check_limit(limit))
 
     # ------------------------------------------------------------------ procedures
     def record_outcome(
@@ -650,6 +665,7 @@ class AgentMemory:
     ) -> list[Procedure]:
         """The procedures most relevant to ``query``, best first: relevance (recall's
         fused score, relative to the best) times reliability."""
+        k = check_limit(k, "k")
         hits = self.recall(query, k=max(4 * k, 20), mode=mode, types=["procedural"], log=False)
         procs = self.repo.procedures([h.id for h in hits])
         top = hits[0].score if hits else 1.0
@@ -702,7 +718,7 @@ class AgentMemory:
             mode=mode,
             types=check_types(types),
             about=(about,) if isinstance(about, str) else about,
-            as_of=as_of,
+            as_of=check_optional_time("as_of", as_of),
             include_archived=include_archived,
             explain=explain,
             weights=weights,
@@ -802,9 +818,8 @@ class AgentMemory:
         serving several tenants, like an MCP server left unpinned. The names are checked
         as ``open`` checks them (no control character reaches a namespace's or a
         session's scope), and what was written below the layer there is adopted."""
-        for name, v in (("org_id", org_id), ("agent_id", agent_id)):
-            ns.check_name(name, v)
         self.gate.check()  # a revoked handle opens nothing more
+        org_id, agent_id = _scope_names(self.store, org_id, agent_id)
         mem = AgentMemory(self.store, org_id, agent_id, own_store=False)
         try:
             mem._adopt()
@@ -824,6 +839,7 @@ class AgentMemory:
     def retrievability(self, memory_id: str, at: datetime | None = None) -> float:
         """FSRS retrievability R of a memory now (or at ``at``): 0.9 after its
         (salience-stretched) stability, 0.5 after nine times that."""
+        at = check_optional_time("at", at)
         return self._retrievability(self._require(memory_id), at or self.now())
 
     def feedback(self, memory_id: str, *, used: bool = True) -> Memory:
@@ -906,7 +922,7 @@ class AgentMemory:
         stored ones, entity links, and the implicit temporal edges to the turns just
         before and after it in its conversation."""
         m = self._require(memory_id)
-        at = at or self.now()
+        at = check_optional_time("at", at) or self.now()
         out = [self._edge(s, d, t, c, created, at) for s, d, t, c, created in self.repo.edges(m.id)]
         out += [
             self._edge(m.id, f"entity:{e}", "entity", 1.0, to_us(m.created_at), at) for e in m.about
@@ -1128,7 +1144,7 @@ class AgentMemory:
         """The shared namespace ``name`` of this org, created (owned by this agent) on
         first use. AccessDeniedError if it exists and this agent neither owns it nor is
         granted it."""
-        ns.check_name("namespace", name)
+        name = self._namespace_name(name)
         owner = self.repo.namespace_owner(name)
         if owner is None:
             owner = self.repo.create_namespace(name, self.agent_id, self.now_us())
@@ -1140,6 +1156,17 @@ class AgentMemory:
             raise AccessDeniedError(f"agent {self.agent_id!r} has no access to namespace {name!r}")
         return handle
 
+    def _namespace_name(self, name: str) -> str:
+        """``name``'s one spelling (``names.resolve``), or as given if a namespace exists
+        under exactly that spelling."""
+        (out,) = resolve([("namespace", name)], lambda: self.repo.namespace_owner(name) is not None)
+        return out
+
+    def _session_name(self, what: str, name: str) -> str:
+        """``name``'s one spelling, or as given if this agent has a session spelled so."""
+        (out,) = resolve([(what, name)], lambda: self.repo.session(name) is not None)
+        return out
+
     def namespaces(self) -> list[ns.NamespaceInfo]:
         """The namespaces this agent owns or is granted."""
         return ns.namespaces_of(self.repo, self.agent_id)
@@ -1147,8 +1174,7 @@ class AgentMemory:
     def shared(self, name: str) -> AgentMemory:
         """This agent's handle on namespace ``name`` (same store; close it when done).
         AccessDeniedError unless granted, on this call and every later one."""
-        ns.check_name("namespace", name)
-        return self._sibling(namespace=name)
+        return self._sibling(namespace=self._namespace_name(name))
 
     def start_session(
         self, name: str, inherits_from: Sequence[str] = (), *, procedures: bool = False
@@ -1159,8 +1185,8 @@ class AgentMemory:
         inherited. Starting a session that exists reopens it (no second copy)."""
         if self.shared_namespace is not None or self.session is not None:
             raise InvalidArgumentError("sessions start from an agent's own memory handle")
-        ns.check_name("session", name)
-        parents = [ns.check_name("inherits_from", p) for p in inherits_from]
+        name = self._session_name("session", name)
+        parents = [self._session_name("inherits_from", p) for p in inherits_from]
         if name in parents:
             raise InvalidArgumentError("a session cannot inherit from itself")
         missing = [p for p in parents if self.repo.session(p) is None]
@@ -1224,7 +1250,7 @@ class AgentMemory:
         Deterministic, idempotent, and safe to re-run after a crash at any point.
         ``progress(step, done, total)`` is called after each of its six steps."""
         self.flush()
-        at = now or self.now()
+        at = check_optional_time("now", now) or self.now()
         report = consolidate(self._parts, self._life, at, dry_run=dry_run, progress=progress)
         return self._tiers(report, to_us(at), dry_run)
 
@@ -1244,6 +1270,21 @@ class AgentMemory:
         return dataclasses.replace(
             report, core_promoted=len(up), core_demoted=len(down), warm_evicted=evicted
         )
+
+
+def _holds(store: SqliteMemoryStore | PgMemoryStore, org_id: str, agent_id: str) -> bool:
+    """Whether the store holds a live memory in the scope (``org_id``, ``agent_id``)."""
+    return bool(store.recent(1, org_id=org_id, agent_id=agent_id))
+
+
+def _scope_names(
+    store: SqliteMemoryStore | PgMemoryStore, org_id: str, agent_id: str
+) -> tuple[str, str]:
+    """The spellings (``names.resolve``) an org and agent id are used under."""
+    org, agent = resolve(
+        [("org_id", org_id), ("agent_id", agent_id)], lambda: _holds(store, org_id, agent_id)
+    )
+    return org, agent
 
 
 def _selector(id_: str | None, conversation_id: str | None, about: str | None) -> tuple[str, str]:

@@ -32,8 +32,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..base.errors import AccessDeniedError, InvalidArgumentError
-from ..base.limits import check_name
+from ..base.limits import check_name, scope_name
 from ..memory.records import Scope, from_us
+from .names import resolve
 
 if TYPE_CHECKING:
     from .archive import Archive
@@ -96,7 +97,7 @@ class Namespace:
     def grant(self, agent_id: str) -> None:
         """Let ``agent_id`` (of the same org) read and write this namespace."""
         self._owner_only("grant access")
-        check_name("agent_id", agent_id)
+        agent_id = scope_name("agent_id", agent_id)
         if agent_id != self.owner:
             self._repo.set_grant(self.name, agent_id, self.agent_id, self._now_us(), True)
 
@@ -104,14 +105,15 @@ class Namespace:
         """Take the access away; it holds from ``agent_id``'s next call on, even on a
         handle it already has open. Its owner's access cannot be revoked."""
         self._owner_only("revoke access")
-        check_name("agent_id", agent_id)
+        agent_id = _member_name(agent_id, lambda: self._repo.members(self.name))
         if agent_id == self.owner:
             raise InvalidArgumentError("the owner's access cannot be revoked")
         self._repo.set_grant(self.name, agent_id, self.agent_id, self._now_us(), False)
 
     def has_access(self, agent_id: str) -> bool:
         """Whether ``agent_id`` owns this namespace or is granted it (now)."""
-        return self._repo.may_use(self.name, check_name("agent_id", agent_id))
+        agent_id = _member_name(agent_id, lambda: [self.owner, *self._repo.members(self.name)])
+        return self._repo.may_use(self.name, agent_id)
 
     def members(self) -> list[str]:
         """The agents granted this namespace (not its owner)."""
@@ -119,6 +121,13 @@ class Namespace:
 
     def __repr__(self) -> str:
         return f"Namespace({self.name!r}, owner={self.owner!r})"
+
+
+def _member_name(agent_id: str, members: Callable[[], list[str]]) -> str:
+    """``agent_id``'s one spelling, or as given if it is one of ``members()`` (granted
+    before names were folded: ``names.resolve``)."""
+    (out,) = resolve([("agent_id", agent_id)], lambda: agent_id in members())
+    return out
 
 
 def namespaces_of(repo: SqliteRepository | PgRepository, agent_id: str) -> list[NamespaceInfo]:

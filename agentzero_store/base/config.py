@@ -51,6 +51,9 @@ class StoreConfig:
     rrf_k: int = 60  # Reciprocal Rank Fusion constant of document queries
     hybrid_candidates_factor: int = 4  # each signal contributes limit * this candidates
     embed_batch_size: int = 64  # texts per embedder call
+    # Memories stored without a vector that a store opened with an embedder embeds in
+    # the background, this many per write transaction; 0: never (``memory.backfill``).
+    backfill_batch: int = 32
     # Document BM25 index: "blinded" (Tantivy on disk, every term a keyed hash: leaks
     # term statistics, never a word) or "sealed" (plain words in RAM, sealed checkpoint
     # re-indexed on every open: leaks nothing). See agentzero_store.sidecar.bm25.

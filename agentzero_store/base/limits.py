@@ -11,9 +11,13 @@ and fail there with a crash instead of an error that names the argument:
   document log and every hash of it fail deep inside;
 - NaN and infinity are not JSON, and unbounded metadata is stored, sealed, copied and
   read back with every hit;
-- a time to live of ``1e20`` seconds overflows ``datetime``;
+- a time to live of ``1e20`` seconds overflows ``datetime``, and so does a time zone
+  that moves a valid local time past year 9999 in UTC (every read of it failed later);
 - keys.json is read before anything in it can be authenticated: its KDF parameters
   decide how much memory and time every open spends.
+
+And one check is not of a size: names that look alike must be one name or none
+(``scope_name``), or "team" and "team\\u200b" are two tenants nobody can tell apart.
 
 These are limits of the API, not tunables: they are the same for every store, so a value
 one process accepts, every other process reads back. Every violation is an
@@ -25,8 +29,9 @@ from __future__ import annotations
 import json
 import math
 import operator
+import unicodedata
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .errors import InvalidArgumentError
@@ -42,6 +47,15 @@ MAX_METADATA_DEPTH = 32
 
 MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 """Longest time to live (``expires_in``): 100 years of 365 days, 3,153,600,000 s."""
+
+TIME_ROOM = timedelta(days=366)
+"""Slack kept at each end of ``datetime``'s range: a year, for what the store computes
+from a time (a calendar window of the year before or after it, an undo window, a local
+time for display) without leaving the range."""
+EARLIEST_TIME = datetime.min.replace(tzinfo=UTC) + TIME_ROOM
+"""Earliest time a caller may pass (0002-01-02 UTC)."""
+LATEST_TIME = datetime.max.replace(tzinfo=UTC) - TIME_ROOM
+"""Latest time a caller may pass (9998-12-30 UTC)."""
 
 # keys.json is read before anything is authenticated, so what it asks for is bounded.
 # scrypt needs 128 * n * r bytes and n * r * p units of work per open: n=2**22 asked for
@@ -154,6 +168,117 @@ def check_name(what: str, value: object) -> str:
     return value
 
 
+_TIME_HINT = "give an aware datetime, e.g. datetime.now(timezone.utc) or 2025-06-01T12:00:00+00:00"
+
+
+def check_time(name: str, value: Any) -> datetime:
+    """``value`` if it is an aware datetime between ``EARLIEST_TIME`` and
+    ``LATEST_TIME`` in UTC; else an ``InvalidArgumentError``.
+
+    The one check of every time a caller passes in (records, ``as_of``, ``at``, ``now``,
+    ``--expires-at``, JSONL, tools): a naive time is ambiguous (and fails in arithmetic
+    with aware ones), and a time past the range is stored as a number no read can turn
+    back into a ``datetime``.
+    """
+    if not isinstance(value, datetime):
+        raise InvalidArgumentError(
+            f"{name} must be a datetime, got {type(value).__name__}", hint=_TIME_HINT
+        )
+    try:
+        offset = value.utcoffset()
+    except ValueError as exc:  # a tzinfo whose offset is a day or more
+        raise InvalidArgumentError(f"{name} has an invalid time zone: {exc}") from None
+    if offset is None:
+        raise InvalidArgumentError(f"{name} must be timezone-aware", hint=_TIME_HINT)
+    # Comparing aware datetimes subtracts the offsets without building the UTC value,
+    # so this cannot overflow where value.astimezone(UTC) would.
+    if not EARLIEST_TIME <= value <= LATEST_TIME:
+        raise InvalidArgumentError(
+            f"{name} is {value.isoformat()}, outside {EARLIEST_TIME:%Y-%m-%d} to "
+            f"{LATEST_TIME:%Y-%m-%d} in UTC (agentzero_store.base.limits)",
+            hint="check the date and its time zone",
+        )
+    return value
+
+
+def check_optional_time(name: str, value: Any) -> datetime | None:
+    """``check_time`` for a value that may be None."""
+    return None if value is None else check_time(name, value)
+
+
+def later(now: datetime, delta: timedelta, name: str) -> datetime:
+    """``now`` + ``delta``, refused as ``name`` if that leaves the range of times."""
+    try:
+        return check_time(name, now + delta)
+    except OverflowError:
+        raise InvalidArgumentError(
+            f"{name} would be past year 9999 ({now.isoformat()} + {delta})",
+            hint="check the clock and the time to live",
+        ) from None
+
+
+# Scripts whose letters may share a name (Unicode TS #39, "highly restrictive"): Japanese,
+# Chinese and Korean writing mix them, each with Latin; any other mix is refused.
+_SCRIPT_MIXES = (
+    frozenset({"LATIN", "HAN", "HIRAGANA", "KATAKANA"}),
+    frozenset({"LATIN", "HAN", "BOPOMOFO"}),
+    frozenset({"LATIN", "HAN", "HANGUL"}),
+)
+# The first word of a letter's Unicode name that is not its script.
+_NOT_A_SCRIPT = {
+    "CJK": "HAN",
+    "KATAKANA-HIRAGANA": "",  # the prolonged sound mark "ー" of either
+    "MODIFIER": "",
+    "FULLWIDTH": "",
+    "HALFWIDTH": "",
+}
+
+
+def _script(c: str) -> str:
+    """The script of letter ``c`` as the first word of its Unicode name (``LATIN``,
+    ``CYRILLIC``, ``GREEK``, ``HAN``...), or '' where that word names none."""
+    word = unicodedata.name(c, "").split(" ", 1)[0]
+    return _NOT_A_SCRIPT.get(word, word)
+
+
+def scope_name(what: str, value: object) -> str:
+    """``check_name``, then the name's one spelling: NFKC (compatibility forms fold to
+    plain ones: full-width "ｔｅａｍ" is "team", "ﬁ" is "fi", composed and decomposed
+    accents are one). Case is kept: "Acme" and "acme" are two names, as they always were.
+
+    Refused, as names that look like another: invisible or formatting characters
+    (zero-width spaces and joiners, bidi controls, the BOM: Unicode categories Cf, Cc,
+    Co, Cn, Cs, Zl, Zp), spaces other than U+0020 and at either end, and letters of more
+    than one script (Latin "team" with a Cyrillic "е"), but for the mixes Japanese,
+    Chinese and Korean are written in. Digits, punctuation and marks belong to no script.
+    """
+    check_name(what, value)
+    assert isinstance(value, str)
+    folded = unicodedata.normalize("NFKC", value)
+    hint = "use visible letters of one script, digits, '-', '_', '.' and inner spaces"
+    for c in folded:
+        cat = unicodedata.category(c)
+        if cat in ("Cf", "Cc", "Co", "Cn", "Cs", "Zl", "Zp") or (cat == "Zs" and c != " "):
+            raise InvalidArgumentError(
+                f"{what} holds an invisible or formatting character (U+{ord(c):04X})",
+                hint=hint,
+            )
+    if folded != folded.strip(" "):
+        raise InvalidArgumentError(f"{what} must not start or end with a space", hint=hint)
+    if not folded.isascii():
+        scripts = {_script(c) for c in folded if unicodedata.category(c).startswith("L")}
+        scripts.discard("")
+        if len(scripts) > 1 and not any(scripts <= mix for mix in _SCRIPT_MIXES):
+            raise InvalidArgumentError(
+                f"{what} mixes letters of several scripts ({', '.join(sorted(scripts))}), "
+                "so it can look like another name",
+                hint=hint,
+            )
+    if len(folded) > MAX_NAME:  # NFKC can lengthen a name ("ﷺ" is 18 characters)
+        raise InvalidArgumentError(f"{what} is longer than {MAX_NAME} characters")
+    return folded
+
+
 def check_optional_text(name: str, value: Any) -> str | None:
     """``check_text`` for a value that may be None; anything else but a str is refused."""
     return None if value is None else check_text(name, value)
@@ -236,11 +361,13 @@ def expires_after(seconds: Any, now: datetime, name: str = "expires_in") -> date
             f"got {seconds!r}",
             hint="give the time to live in seconds, or an absolute expiry time",
         )
-    return now + timedelta(seconds=seconds)
+    return later(now, timedelta(seconds=seconds), name)
 
 
 __all__ = [
+    "EARLIEST_TIME",
     "KEY_HEADER_MAX_BYTES",
+    "LATEST_TIME",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "MAX_NAME",
@@ -251,11 +378,16 @@ __all__ = [
     "SCRYPT_N_MIN",
     "SCRYPT_P_MAX",
     "SCRYPT_R_MAX",
+    "TIME_ROOM",
     "check_limit",
     "check_name",
     "check_optional_text",
+    "check_optional_time",
     "check_text",
+    "check_time",
     "expires_after",
+    "later",
     "metadata_json",
+    "scope_name",
     "scrypt_problem",
 ]

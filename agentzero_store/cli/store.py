@@ -120,6 +120,7 @@ def _pg_status(url: str) -> None:
             "memories": sum(n for _, _, n in scopes),
             "embedder": model,
             "dimension": dim,
+            "without_vector": store.without_vector(),
             "scopes": [{"org_id": o, "agent_id": a, "count": n} for o, a, n in scopes],
         }
 
@@ -127,6 +128,11 @@ def _pg_status(url: str) -> None:
         emb = f"{model or '?'} ({dim}-d)" if dim else "no vectors yet"
         out.print(f"PostgreSQL memory store {info['store_id']} at {info['url']}")
         out.print(f"{info['memories']} memories; vectors: {emb}; index: pgvector HNSW")
+        if info["without_vector"]:
+            out.print(
+                f"{info['without_vector']} memories have no vector (written while no embedder "
+                "was given): the next open with the store's embedder embeds them"
+            )
         t = Table("org", "agent", "memories")
         for o, a, n in scopes:
             t.add_row(o, a, str(n))
@@ -147,8 +153,17 @@ def status(json_out: JsonOpt = False) -> None:
         return
     with _open_all() as stores:
         rows = status_of(stores)
+        missing = stores[0].without_vector()
+    for r in rows:
+        if r["name"] == "memory.hnsw":
+            r["without_vector"] = missing
 
     def human() -> None:
+        if missing:
+            out.print(
+                f"{missing} memories have no vector (written while no embedder was given): "
+                "the next open with the store's embedder embeds them"
+            )
         if not rows:
             out.print("no indexes yet (they are created with the first vector)")
             return

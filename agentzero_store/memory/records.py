@@ -9,8 +9,14 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, get_args
 
-from ..base.errors import InvalidArgumentError
-from ..base.limits import check_optional_text, check_text, metadata_json
+from ..base.errors import CorruptStoreError, InvalidArgumentError
+from ..base.limits import (
+    check_optional_text,
+    check_optional_time,
+    check_text,
+    check_time,
+    metadata_json,
+)
 
 Kind = Literal["granted", "recalled", "self_noted", "archived"]
 Source = Literal["controller", "tool", "peer", "self"]
@@ -19,18 +25,6 @@ SOURCES: tuple[str, ...] = get_args(Source)
 
 DEFAULT_SCOPE = "default"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _check_aware(name: str, value: datetime | None) -> None:
-    if value is not None and not isinstance(value, datetime):
-        raise InvalidArgumentError(
-            f"{name} must be a datetime, got {type(value).__name__}",
-            hint="use datetime.now(timezone.utc) or similar",
-        )
-    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
-        raise InvalidArgumentError(
-            f"{name} must be timezone-aware", hint="use datetime.now(timezone.utc) or similar"
-        )
 
 
 def text_fingerprint(text: str) -> str:
@@ -74,8 +68,8 @@ class MemoryEntry:
             raise InvalidArgumentError(
                 f"source must be one of {', '.join(SOURCES)}; got {self.source!r}"
             )
-        _check_aware("expires_at", self.expires_at)
-        _check_aware("created_at", self.created_at)
+        check_optional_time("expires_at", self.expires_at)
+        check_optional_time("created_at", self.created_at)
         if self.metadata:  # the common empty case needs no encoding
             metadata_json(self.metadata)  # JSON only, no NaN, bounded (see ``base.limits``)
         elif not isinstance(self.metadata, Mapping):
@@ -168,13 +162,13 @@ class Scope:
 
 
 def parse_datetime(text: str) -> datetime:
-    """Parse ISO 8601; a naive value is refused (ambiguous)."""
+    """Parse ISO 8601; a naive value (ambiguous) or one outside the range of times
+    (``base.limits.check_time``) is refused."""
     try:
         dt = datetime.fromisoformat(text)
     except ValueError as exc:
         raise InvalidArgumentError(f"not an ISO 8601 datetime: {text!r}") from exc
-    _check_aware("datetime", dt)
-    return dt
+    return check_time("datetime", dt)
 
 
 def to_us(dt: datetime) -> int:
@@ -182,6 +176,19 @@ def to_us(dt: datetime) -> int:
     return (dt - _EPOCH) // timedelta(microseconds=1)
 
 
-def from_us(us: int) -> datetime:
-    """Aware UTC datetime from microseconds since the epoch."""
-    return _EPOCH + timedelta(microseconds=us)
+def from_us(us: int, memory_id: object = None) -> datetime:
+    """Aware UTC datetime from microseconds since the epoch.
+
+    A stored time ``datetime`` cannot hold (written before every entry checked its
+    range) is a ``CorruptStoreError`` naming the memory it was read for (when given),
+    never a raw OverflowError.
+    """
+    try:
+        return _EPOCH + timedelta(microseconds=us)
+    except OverflowError:
+        raise CorruptStoreError(
+            f"a stored time ({us} µs since 1970) is outside the years 1 to 9999",
+            record=None if memory_id is None else f"memory {memory_id}",
+            hint="`agentzero store verify` lists every such memory; erase it by id "
+            "(`agentzero memory erase --id ID --yes`) or restore a backup",
+        ) from None

@@ -9,6 +9,7 @@ ledger, check, migration.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..base.config import Layout, StoreConfig
@@ -17,6 +18,7 @@ from ..storage.keys import StoreKeys
 from ..storage.lock import acquire_writer
 from ..storage.sources import SourceGuard, judge_memory, loss_error, open_ledger
 from ..storage.sqlcipher import Database
+from .records import to_us
 from .schema import migrate
 
 LAYER_WRITES = "layer_writes"
@@ -41,6 +43,32 @@ def memory_seq(db: Database) -> int:
     seq = feed_seq(db)
     rows = db.query("SELECT value FROM meta WHERE key = ?", (LAYER_WRITES,)) if seq else []
     return seq + (int(rows[0][0]) if rows else 0)
+
+
+# What ``records.from_us`` can turn back into a datetime: years 1 to 9999.
+_READABLE_US = (to_us(datetime.min.replace(tzinfo=UTC)), to_us(datetime.max.replace(tzinfo=UTC)))
+_TIME_COLUMNS = (
+    ("memory", "created_at_us"),
+    ("memory", "expires_at_us"),
+    ("am_memory", "last_review_us"),
+)
+
+
+def unreadable_times(db: Database, limit: int) -> list[tuple[str, str, int]]:
+    """Up to ``limit`` (memory id, column, value) of stored times no read can turn into a
+    datetime (written before every entry checked the range of times): each read of such
+    a memory fails, so ``store verify`` names them."""
+    tables = {str(r[0]) for r in db.query("SELECT name FROM sqlite_master")}
+    out: list[tuple[str, str, int]] = []
+    for table, column in _TIME_COLUMNS:
+        if table in tables and len(out) < limit:
+            rows = db.query(
+                f"SELECT id, {column} FROM {table} WHERE {column} < ? OR {column} > ?"
+                " ORDER BY id LIMIT ?",
+                (*_READABLE_US, limit - len(out)),
+            )
+            out += [(str(r[0]), column, int(r[1])) for r in rows]
+    return out
 
 
 def memory_present(path: Path) -> bool:
@@ -99,4 +127,11 @@ def open_source(
     return db, guard
 
 
-__all__ = ["LAYER_WRITES", "feed_seq", "memory_present", "memory_seq", "open_source"]
+__all__ = [
+    "LAYER_WRITES",
+    "feed_seq",
+    "memory_present",
+    "memory_seq",
+    "open_source",
+    "unreadable_times",
+]

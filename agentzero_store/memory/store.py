@@ -31,7 +31,7 @@ from ..storage.keys import StoreKeys
 from ..storage.lock import WriterLock, acquire_writer
 from ..storage.sources import SourceGuard
 from ..storage.sqlcipher import Database
-from . import recall, write
+from . import backfill, recall, write
 from .feed import Change, MemoryFeed
 from .front import RecallMode, StoreFront
 from .records import MemoryEntry, MemoryHit, Scope, to_us
@@ -77,6 +77,7 @@ class SqliteMemoryStore(StoreFront):
         self._hnsw: MemoryHnsw | None = None
         self._dim: int | None = None  # fixed by the first vector ever stored
         self._acks: SourceGuard | None = None  # set by open(): acknowledges each write
+        self.backfill: backfill.Backfill | None = None  # set by open() when it runs
         self.feed = MemoryFeed(self._live)
 
     @classmethod
@@ -113,18 +114,27 @@ class SqliteMemoryStore(StoreFront):
         db, guard = open_source(layout, keys, config)
         store = cls(db, keys, layout.root, embedder=embedder, config=config, clock=clock or _utcnow)
         store._acks = guard
-        if hnsw or (hnsw is None and layout.memory_hnsw.is_dir()):
-            try:
+        try:
+            if hnsw or (hnsw is None and layout.memory_hnsw.is_dir()):
                 store.enable_hnsw_index()
-            except BaseException:
-                store.close()
-                raise
+            if embedder is not None and config.backfill_batch > 0:
+                # Memories written while no embedder was given get their vectors, off
+                # the hot path (see memory.backfill).
+                store.backfill = backfill.Backfill(
+                    lambda n: backfill.embed_batch(store, n), config.backfill_batch
+                )
+                store.backfill.start()
+        except BaseException:
+            store.close()
+            raise
         return store
 
     # ----------------------------------------------------------------- lifecycle
     def close(self) -> None:
         """Close the store. Further calls raise ``StoreClosedError``."""
         if not self._closed:
+            if self.backfill is not None:
+                self.backfill.stop()  # before the database it writes closes
             if self._hnsw is not None:
                 self._hnsw.close()  # checkpoints pending changes while the db is open
             self._closed = True
@@ -156,6 +166,11 @@ class SqliteMemoryStore(StoreFront):
     def embedding_info(self) -> tuple[str | None, int | None]:
         """(model id, dimension) of the vectors stored so far, or (None, None)."""
         return write.embedding_info(self._live())
+
+    def without_vector(self) -> int:
+        """How many live memories have no vector (written while no embedder was given;
+        a store opened with one embeds them: ``memory.backfill``)."""
+        return backfill.without_vector(self)
 
     def _vector_dim(self) -> int | None:
         # The dimension never changes once set: read it once, not on every recall.

@@ -42,6 +42,12 @@ class WriteTx:
             write.delete_labels(self._c, labels)
             self.rows_changed = self.wrote = True
 
+    def add_vectors(self, labels: Sequence[int], vecs: Any, model: str) -> None:
+        """Give rows stored without a vector these vectors (``write.add_vectors``)."""
+        if labels:
+            write.add_vectors(self._c, labels, vecs, model)
+            self.rows_changed = self.wrote = True
+
     def replace_keywords(self, label: int, text: str, scope: tuple[str, str, str]) -> None:
         """Index ``text`` as the keywords of row ``label`` (whose stored content is not
         that text: an archived memory put back by an undo keeps its words searchable)."""

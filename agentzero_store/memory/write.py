@@ -188,6 +188,23 @@ def insert(c: Any, p: Prepared, extra: ExtraColumns | None = None) -> list[tuple
     return list(zip(written, labels, strict=True))
 
 
+def add_vectors(c: Any, labels: Sequence[int], vecs: Vector, model: str) -> None:
+    """Give rows stored without a vector (written while no embedder was given) the
+    vectors ``vecs`` of ``model``, inside the caller's write transaction; each is a new
+    ``insert`` change, so the HNSW sidecar adds it as it replays the feed."""
+    blobs = _blobs(vecs, _ensure_dim(c, model, vecs))
+    c.executemany(
+        "INSERT INTO memory_vec (label, embedding) VALUES (?, ?)",
+        [(label, blob) for label, blob in zip(labels, blobs, strict=True)],
+    )
+    c.executemany(
+        "UPDATE memory SET embedding_model = ? WHERE label = ?", [(model, lab) for lab in labels]
+    )
+    c.executemany(
+        "INSERT INTO changes (op, label) VALUES ('insert', ?)", [(lab,) for lab in labels]
+    )
+
+
 def _duplicate(eid: str) -> DuplicateIdError:
     # One message whoever holds the id: it never tells a caller whether the memory that
     # has it is in their scope or another tenant's (ids are unique in the whole store).
@@ -354,6 +371,7 @@ def delete_labels(c: Any, labels: Sequence[int]) -> None:
 __all__ = [
     "ExtraColumns",
     "Prepared",
+    "add_vectors",
     "append_many",
     "check_batch",
     "check_embedder",

@@ -2,7 +2,8 @@
 
 - ``keys.json`` parses and the credential opens it; no key rotation is half done;
 - ``memory.db``: ``PRAGMA cipher_integrity_check`` (every page's HMAC) and ``PRAGMA
-  integrity_check`` (b-trees, indexes, FTS), and it belongs to this store;
+  integrity_check`` (b-trees, indexes, FTS), it belongs to this store, and every stored
+  time is one a read can turn back into a datetime;
 - ``memory.archive.db`` (when it exists or memory.db has archived memories): present,
   every page's HMAC, this store's, and holding the text of every memory memory.db marks
   archived with the digest memory.db recorded;
@@ -29,7 +30,7 @@ from ..agentmem.archive import audit, required_texts
 from ..base.config import Layout, StoreConfig
 from ..base.errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
 from ..memory.schema import get_meta
-from ..memory.source import feed_seq, memory_present, memory_seq
+from ..memory.source import feed_seq, memory_present, memory_seq, unreadable_times
 from ..sidecar.manifest import MANIFEST
 from ..sidecar.mechanism import Sidecar
 from ..sidecar.types import Change
@@ -50,6 +51,10 @@ FIX_SALVAGE = (
 FIX_REBUILD = "agentzero store rebuild"
 FIX_ROTATE = "agentzero key rotate"
 FIX_ACCEPT = FIX_LOSS
+FIX_TIME = (
+    "agentzero memory erase --id ID --yes --org ORG --agent AGENT (or restore a backup from "
+    "before it was written)"
+)
 _PAGE = re.compile(r"page (\d+)")
 Progress = Callable[[str, int, int], None]  # (what was just checked, done, total)
 _STAGES = ("keys.json", "ledger", "memory.db", "memory.archive.db", "rag/index.jsonl")
@@ -247,6 +252,16 @@ def _check_memory(
         if migrated and get_meta(db, "store_id") != keys.store_id:
             report.findings.append(
                 Finding(str(path), "meta.store_id", "memory.db is another store's", FIX_RESTORE)
+            )
+        for mid, column, us in unreadable_times(db, MAX_ID_FINDINGS) if migrated else []:
+            report.findings.append(
+                Finding(
+                    str(path),
+                    f"memory {mid}, {column}",
+                    f"the stored time {us} µs since 1970 is outside the years 1 to 9999: "
+                    "every read of this memory fails",
+                    FIX_TIME,
+                )
             )
         seq = memory_seq(db)
         if (problem := judge_memory(acked, present=True, seq=seq)) is not None:

@@ -41,6 +41,7 @@ from ..base.errors import (
 )
 from ..base.limits import check_text
 from ..embed.vectors import Embedder, Vector
+from ..memory.backfill import Backfill
 from ..memory.front import StoreFront
 from ..memory.records import MemoryEntry, MemoryHit, Scope
 from ..memory.rows import positive
@@ -49,6 +50,7 @@ from ..storage.credentials import resolve_credential
 from ..storage.key_header import parse_header
 from ..storage.keys import StoreKeys, new_header, unlock_header
 from . import export, keyguard, recall, schema, write
+from .backfill import PgBackfill, without_vector
 from .rows import COLUMNS, RowCodec
 from .sqlite_only import SqliteOnlyParts
 from .tx import PgWriteTx
@@ -150,6 +152,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         self._dim: int | None = None
         self._exact = False  # hnsw=False: exact semantic recall, never the HNSW index
         self._defer_index = False  # in bulk_load(): the HNSW index is built at the end
+        self.backfill: Backfill | None = None  # set by open() when it runs
 
     def __repr__(self) -> str:
         return f"PgMemoryStore({self.url!r})"
@@ -213,6 +216,12 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
             key_version=version,
         )
         store._exact = hnsw is False
+        if embedder is not None and config.backfill_batch > 0:
+            # Memories stored without a vector get one, off the hot path, on a
+            # connection of the thread's own (``pg.backfill``).
+            work = PgBackfill(store.sibling)
+            store.backfill = Backfill(work.step, config.backfill_batch, work.close)
+            store.backfill.start()
         return store
 
     @staticmethod
@@ -271,6 +280,8 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
     def close(self) -> None:
         """Close the connection. Further calls raise ``StoreClosedError``."""
         if not self._closed:
+            if self.backfill is not None:
+                self.backfill.stop()  # its batch in hand commits or not, whole
             self._closed = True
             self._conn.close()
 
@@ -357,6 +368,37 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
             meta = schema.get_meta(c)
         dim = meta.get("embedding_dim")
         return meta.get("embedding_model"), int(dim) if dim else None
+
+    def without_vector(self) -> int:
+        """How many live memories have no vector (``pg.backfill``)."""
+        return without_vector(self)
+
+    def sibling(self) -> PgMemoryStore:
+        """This store on a connection of its own (same database, keys, embedder and
+        settings): for work in another thread (``pg.backfill``). Close it when done."""
+        import psycopg
+
+        info = self._live().info
+        with _translated(self.url):
+            # The password the handle connected with (psycopg keeps it), never stored here.
+            conn = psycopg.connect(info.dsn, password=info.password, autocommit=True)
+        try:
+            with _translated(self.url):
+                keyguard.listen(conn)
+        except BaseException:
+            conn.close()
+            raise
+        twin = PgMemoryStore(
+            conn,
+            self._keys,
+            self.url,
+            embedder=self.embedder,
+            config=self.config,
+            clock=self._clock,
+            key_version=self._key_version,
+        )
+        twin._exact, twin._defer_index = self._exact, self._defer_index
+        return twin
 
     def _vector_dim(self) -> int | None:
         if self._dim is None:  # never changes once set

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..memory.records import MemoryEntry
 from ..sidecar.bm25_terms import BlindTerms
-from . import write
+from . import schema, write
 from .rows import RowCodec
 
 
@@ -44,6 +45,23 @@ class PgWriteTx:
         """Index ``text`` as the keywords of row ``label`` (``scope``: unused here, the
         terms table is keyed by label)."""
         write.replace_terms(self._c, label, text, self._terms)
+
+    def add_vectors(
+        self, rows: Sequence[tuple[Sequence[Any], MemoryEntry]], vecs: Any, model: str
+    ) -> None:
+        """Give rows stored without a vector (``rows.COLUMNS`` as read, and the entry
+        they open to) the vectors ``vecs`` of ``model``, each blob sealed again with the
+        model; a row no longer as read (another vector or blob) is left as it is."""
+        if not rows:
+            return
+        dim = schema.fix_dimension(self._c, len(vecs[0]), model, index=self._vector_index)
+        for (r, e), v in zip(rows, vecs, strict=True):
+            sealed = self._codec.seal(e, str(r[1]), int(r[5]), r[6], model)
+            self._c.execute(
+                "UPDATE az_memory SET embedding = %s::vector, sealed = %s"
+                " WHERE label = %s AND embedding IS NULL AND sealed = %s",
+                (write.vector_text(v, dim), sealed, int(r[0]), r[7]),
+            )
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run one statement; returns the cursor."""
