@@ -30,6 +30,15 @@ log = logging.getLogger(__name__)
 ARCHIVE_BATCH = 1_000  # memories per archive transaction
 
 
+def undo_token() -> str:
+    """A random undo token (144 bits, URL-safe) that never begins with ``-``: a user
+    pastes it as ``agentzero memory undo TOKEN``, where a leading ``-`` reads as an
+    option (one token in 64 did)."""
+    while (token := secrets.token_urlsafe(18)).startswith("-"):
+        pass
+    return token
+
+
 class Lifecycle:
     """Archive, restore, forget, undo and erase for one agent memory."""
 
@@ -134,7 +143,7 @@ class Lifecycle:
             raise NotFoundError(f"no memory {selector[1]!r} in this scope")
         now = mem.now()
         until = now + timedelta(days=mem.config.forget_undo_days)
-        token = secrets.token_urlsafe(18)
+        token = undo_token()
         derived: list[tuple[str, int]] = []
         if chosen:
             now_us, until_us = to_us(now), to_us(until)
@@ -302,4 +311,4 @@ class Lifecycle:
         return self._mem.side.settle()
 
 
-__all__ = ["Lifecycle"]
+__all__ = ["Lifecycle", "undo_token"]
