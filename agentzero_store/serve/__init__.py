@@ -120,4 +120,11 @@ def _print(line: str) -> None:
     sys.stdout.flush()
 
 
-__all__ = ["Limits", "MissingExtraError", "ServeSettings", "TokenScope", "serve"]
+__all__ = [
+    "Limits",
+    "MissingExtraError",
+    "ServeSettings",
+    "TokenScope",
+    "require_a2a",
+    "serve",
+]

@@ -15,6 +15,7 @@ the same tools as ``/rpc`` and ``/mcp``.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -160,6 +161,9 @@ def make_executor(served: Callable[[Mapping[str, Any]], Served]) -> AgentExecuto
     return MemoryExecutor()
 
 
+MAX_TASKS = 256  # finished tasks kept for tasks/get: each holds recalled text (in RAM only)
+
+
 SKILL_HINT = 'send text to recall, "remember: ..." to remember, or a data part with an op'
 
 
@@ -174,6 +178,7 @@ def a2a_routes(base_url: str, served: Callable[[Grant], Served]) -> list[BaseRou
         create_jsonrpc_routes,
     )
     from a2a.server.tasks import InMemoryTaskStore
+    from a2a.types.a2a_pb2 import Task
     from starlette.requests import Request
 
     class TokenUser(User):
@@ -198,10 +203,26 @@ def a2a_routes(base_url: str, served: Callable[[Grant], Served]) -> list[BaseRou
             ctx.user = TokenUser(grant.name)
             return ctx
 
+    class BoundedTaskStore(InMemoryTaskStore):
+        """The SDK's in-memory task store, keeping the last ``MAX_TASKS`` tasks: a
+        long-running server must not hold every answer it ever gave."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._order: OrderedDict[str, ServerCallContext] = OrderedDict()
+
+        async def save(self, task: Task, context: ServerCallContext) -> None:
+            await super().save(task, context)
+            self._order[task.id] = context
+            self._order.move_to_end(task.id)
+            while len(self._order) > MAX_TASKS:
+                old, ctx = self._order.popitem(last=False)
+                await super().delete(old, ctx)
+
     card = agent_card(base_url)
     handler = DefaultRequestHandler(
         agent_executor=make_executor(lambda state: served(state[_SERVED])),
-        task_store=InMemoryTaskStore(),
+        task_store=BoundedTaskStore(),
         agent_card=card,
     )
     return [

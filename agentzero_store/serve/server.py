@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def bind_unix(path: Path) -> socket.socket:
 
 
 def run(app: ServeApp, sock: socket.socket) -> None:
-    """Serve ``app`` on ``sock`` until SIGTERM or Ctrl-C."""
+    """Serve ``app`` on ``sock`` until SIGTERM or Ctrl-C, then return (normally)."""
 
     async def main() -> None:
         async with contextlib.AsyncExitStack() as stack:
@@ -44,7 +45,21 @@ def run(app: ServeApp, sock: socket.socket) -> None:
             server.config.timeout_graceful_shutdown = 5  # seconds for requests in flight
             await server.serve(sockets=[sock])
 
-    asyncio.run(main())
+    # uvicorn catches SIGINT/SIGTERM while it serves, and on its way out raises the
+    # signal again for the handler it found: with Python's defaults, SIGTERM would kill
+    # the process before the store is closed (and Ctrl-C become a KeyboardInterrupt).
+    # A handler that only returns lets the caller's cleanup run and the exit be clean.
+    stops = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, _stopped) for s in stops}
+    try:
+        asyncio.run(main())
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _stopped(signum: int, frame: object) -> None:
+    """A stop signal after uvicorn is done with it: nothing more to do."""
 
 
 __all__ = ["bind", "bind_unix", "run"]

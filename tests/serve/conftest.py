@@ -99,10 +99,10 @@ def running(
                 proc.wait()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One server for a module's tests: the main token, a token scoped to acme/bot and a
-    read-only one for it; a 64 KiB body limit."""
+    """One server for the package's tests (a start costs seconds): the main token, a
+    token scoped to acme/bot and a read-only one for it; a 64 KiB body limit."""
     tmp = tmp_path_factory.mktemp("serve")
     data_dir = tmp / "data"
     seed(data_dir)
