@@ -23,6 +23,7 @@ from . import migrate as cli_migrate
 from . import namespace as cli_namespace
 from . import ops as cli_ops
 from . import reembed as cli_reembed
+from . import serve as cli_serve
 from . import skill as cli_skill
 from . import store as cli_store
 from . import ui as cli_ui
@@ -74,6 +75,7 @@ cli_store.app.command("reembed")(cli_command(cli_reembed.reembed))
 cli_store.app.command("migrate")(cli_command(cli_migrate.migrate_cmd))
 app.add_typer(cli_ops.key_app, name="key", help="Keys: change-passphrase, rotate, export-recovery.")
 app.command("ui")(cli_ui.ui)
+app.command("serve")(cli_serve.serve)
 
 
 @app.callback()

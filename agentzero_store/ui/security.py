@@ -76,11 +76,17 @@ class Secrets:
 
     def allowed_hosts(self) -> frozenset[bytes]:
         """The Host headers this server answers to."""
-        return frozenset({f"127.0.0.1:{self.port}".encode(), f"localhost:{self.port}".encode()})
+        return loopback_hosts(self.port)
 
     def csrf_ok(self, value: object) -> bool:
         """Whether a submitted CSRF token is this server's."""
         return isinstance(value, str) and hmac.compare_digest(value, self.csrf)
+
+
+def loopback_hosts(port: int) -> frozenset[bytes]:
+    """The Host headers a server on 127.0.0.1:``port`` answers to: any other name is a
+    page that rebound its DNS name to this machine."""
+    return frozenset({f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()})
 
 
 class Gate:
@@ -97,7 +103,9 @@ class Gate:
             return  # websockets: none served
         headers = dict(scope.get("headers") or [])
         if headers.get(b"host", b"") not in self.keys.allowed_hosts():
-            await _plain(send, 400, "refused: this server answers only to 127.0.0.1 / localhost")
+            await plain_response(
+                send, 400, "refused: this server answers only to 127.0.0.1 / localhost"
+            )
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         token = query.pop("token", None)
@@ -106,13 +114,15 @@ class Gate:
             # carry must never burn the one way in.
             start = _redirect_start(_location(scope["path"], query), self._cookie())
             if not self.keys.redeem(token):
-                await _plain(send, 401, "this link was used already: start `agentzero ui` again")
+                await plain_response(
+                    send, 401, "this link was used already: start `agentzero ui` again"
+                )
                 return
             await send(start)
             await send({"type": "http.response.body", "body": b""})
             return
         if not self._has_cookie(headers.get(b"cookie", b"")):
-            await _plain(send, 401, "not signed in: open the URL `agentzero ui` printed")
+            await plain_response(send, 401, "not signed in: open the URL `agentzero ui` printed")
             return
 
         async def send_with_headers(message: Message) -> None:
@@ -135,7 +145,8 @@ class Gate:
         return morsel is not None and hmac.compare_digest(morsel.value, self.keys.session)
 
 
-async def _plain(send: Send, status: int, text: str) -> None:
+async def plain_response(send: Send, status: int, text: str, *extra: tuple[bytes, bytes]) -> None:
+    """A short text/plain answer carrying the security headers (and ``extra``)."""
     body = (text + "\n").encode()
     await send(
         {
@@ -145,6 +156,7 @@ async def _plain(send: Send, status: int, text: str) -> None:
                 (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),
                 *SECURITY_HEADERS,
+                *extra,
             ],
         }
     )
@@ -173,4 +185,12 @@ def _redirect_start(location: str, cookie: bytes) -> Message:
     }
 
 
-__all__ = ["COOKIE", "CSP", "Gate", "Secrets"]
+__all__ = [
+    "COOKIE",
+    "CSP",
+    "SECURITY_HEADERS",
+    "Gate",
+    "Secrets",
+    "loopback_hosts",
+    "plain_response",
+]
