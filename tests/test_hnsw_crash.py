@@ -12,6 +12,9 @@ approximate index for an exact answer. With these clustered vectors a clean buil
 7,500 rows misses 3 rows from their own top 10 (recall 0.9996) — 7227 among them, the
 row that failed this test once — whether built in one batch or in the child's batches
 of 1–5, with or without crashes.
+
+A child killed before its first commit leaves an empty store, which has no index yet (it
+is made with the first vector); the kills go on until work was acknowledged.
 """
 
 from __future__ import annotations
