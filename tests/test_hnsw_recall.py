@@ -227,7 +227,9 @@ def test_sidecar_dir_deleted_while_open_keeps_recall_and_rebuilds(tmp_path: Path
         assert h is not None
         shutil.rmtree(data / "memory.hnsw")
         assert ids(s.semantic_recall(vec(7), 1)) == [got[7]]  # exact or index: right answer
-        deadline = time.monotonic() + 10
+        # The watcher's event and the rebuild run in other threads: the deadline only
+        # bounds a rebuild that never comes (~0.3 s here; minutes on a loaded machine).
+        deadline = time.monotonic() + 120
         while not (h.ready and (data / "memory.hnsw" / "manifest.json").exists()):
             assert time.monotonic() < deadline, "no background rebuild"
             time.sleep(0.05)
@@ -249,7 +251,7 @@ def test_native_search_failure_falls_back_to_exact_and_rebuilds(tmp_path: Path) 
         # Named fault injection: the native index object is gone, as after a bad free.
         h.sidecar.index.hnsw._index = None  # type: ignore[attr-defined]
         assert ids(s.semantic_recall(vec(11), 1)) == [got[11]]
-        assert h.wait_ready(10)
+        assert h.wait_ready(120)  # joins the rebuild thread; 120 s only bounds a hang
         assert ids(s.semantic_recall(vec(12), 1)) == [got[12]]
     finally:
         s.close()

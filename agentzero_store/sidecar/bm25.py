@@ -70,6 +70,20 @@ def native_error(doing: str, where: str, exc: BaseException) -> AgentZeroStoreEr
     )
 
 
+def pin_searcher(index: Any) -> None:
+    """Make ``index``'s searcher change only when ``reload()`` is called.
+
+    Tantivy's default reader follows ``meta.json`` on its own (a watcher thread), so a
+    merge finishing in Tantivy's threads swaps the searcher between two queries with no
+    write in between. A merge drops deleted documents, which BM25 counts until then (doc
+    count, average length, document frequencies): the same query then scores and ranks
+    differently (seen: a score moved from 1.77663 to 1.77620 and two keys swapped places
+    after a merge). Pinned, the searcher is the commit we last loaded: answers change
+    only with our writes, and a checkpoint can be made of exactly that commit.
+    """
+    index.config_reader(reload_policy="manual")
+
+
 def schema(tokenizer: str) -> Any:
     """Ids and one analysed body: no text is ever stored, only the key comes back. Term
     frequencies but no positions: BM25 needs no more, and queries are never phrases."""
@@ -216,6 +230,7 @@ class SealedBm25Index(TantivyBm25):
         """An empty RAM index."""
         with self._native("creating"):
             self._index = tantivy.Index(self._schema)
+            pin_searcher(self._index)
             self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
         self._broken = None
         self._keys = set()

@@ -19,7 +19,10 @@ Tantivy never rewrites a file in place (new segments, new delete files, ``meta.j
 replaced by rename), so a working index built from hard links never changes the
 checkpoint it started from, and a checkpoint is hard links to the files of the last
 commit: cheap, whatever the index size, and it never waits for Tantivy's merges. Only
-new files are hashed and fsynced.
+new files are hashed and fsynced. The searcher is pinned (``bm25.pin_searcher``) and
+moved, by ``save``, to exactly the commit the checkpoint holds: BM25 statistics count
+deleted documents until a merge drops them, so a searcher on another commit of the same
+documents scores differently, and a reopened checkpoint answers as the index did.
 
 Losing the files under a running process (the sidecar directory deleted, a disk that
 fills up) never fails a query with Tantivy's raw error: ``lost`` (one ``stat`` of the
@@ -40,7 +43,7 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +52,7 @@ import tantivy
 
 from ..base.errors import AgentZeroStoreError, SidecarCorruptError, StoreIOError
 from ..storage.fileio import translate_os_errors
-from .bm25 import HEAP_BYTES, TantivyBm25, schema
+from .bm25 import HEAP_BYTES, TantivyBm25, pin_searcher, schema
 from .bm25_terms import ANALYZER, BLIND_HASH, BlindTerms, whitespace_analyzer
 
 try:  # liveness of working indexes between processes (POSIX only)
@@ -171,7 +174,7 @@ class BlindedBm25Index(TantivyBm25):
         work = self._require_work()
         with translate_os_errors("writing", target):
             for _ in range(_SAVE_TRIES):
-                if self._link_commit(work, target):
+                if self._link_commit(work, target, self._reload):
                     break
             else:
                 # Merges do not finish faster than a few links, over and over: files of
@@ -184,17 +187,23 @@ class BlindedBm25Index(TantivyBm25):
             (target / KEYS).write_bytes(keys.tobytes())
         self._disk_error = None
 
+    def _reload(self) -> None:
+        with self._native("reloading"):
+            self._index.reload()
+
     @staticmethod
-    def _link_commit(work: Path, target: Path) -> bool:
-        """Hard-link the files of the commit ``work/meta.json`` names into ``target``.
+    def _link_commit(work: Path, target: Path, reload: Callable[[], None]) -> bool:
+        """Hard-link the files of the commit ``work/meta.json`` names into ``target``,
+        and ``reload`` the searcher onto that same commit.
 
         Merges run in Tantivy's threads meanwhile: one that finishes replaces meta.json
-        (never with the same bytes: its opstamp grows) and then deletes the files it
-        merged away. So the meta.json read here is the one written to ``target``, and
-        if it changed while the files were linked, or a file or a whole segment
-        vanished, the copy may be incomplete: "try again" (False), never a mixed copy.
-        Tantivy's list of the files it manages is left out: a working index opened from
-        the copy never deletes its files, which the checkpoint still needs.
+        (never with the same bytes: the merged segment has a new id, though the opstamp
+        stays) and then deletes the files it merged away. So the meta.json read here is
+        the one written to ``target``, and if it changed while the files were linked or
+        the searcher reloaded, or a file or a whole segment vanished, the copy may be
+        incomplete or the searcher on another commit: "try again" (False), never a
+        mixed copy. Tantivy's list of the files it manages is left out: a working index
+        opened from the copy never deletes its files, which the checkpoint still needs.
         """
         for p in target.iterdir():
             p.unlink()
@@ -208,6 +217,11 @@ class BlindedBm25Index(TantivyBm25):
                     _link(p, target / p.name)
                     linked.add(segment)
             if linked != segments or (work / "meta.json").read_bytes() != meta_raw:
+                return False
+            # The reload reads meta.json; unchanged after it, it read this commit (its
+            # bytes never come back once replaced): the searcher is the checkpoint.
+            reload()
+            if (work / "meta.json").read_bytes() != meta_raw:
                 return False
         except FileNotFoundError:
             return False
@@ -261,6 +275,7 @@ class BlindedBm25Index(TantivyBm25):
                             _link(p, work / p.name)
             with self._native("opening"):
                 self._index = tantivy.Index(self._schema, path=str(work), reuse=source is not None)
+                pin_searcher(self._index)
                 self._index.register_tokenizer(TOKENIZER, whitespace_analyzer())
                 self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
                 self._index.reload()
@@ -279,6 +294,7 @@ class BlindedBm25Index(TantivyBm25):
         self.close()
         with self._native("creating"):
             self._index = tantivy.Index(self._schema)
+            pin_searcher(self._index)
             self._index.register_tokenizer(TOKENIZER, whitespace_analyzer())
             self._writer = self._index.writer(heap_size=self._heap, num_threads=1)
         log.warning(

@@ -11,12 +11,14 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -113,6 +115,56 @@ def test_every_save_is_a_whole_commit_while_merges_run(tmp_path: Path) -> None:
             assert copy.count() == live.count()
             for q in ("boiler", "tax pension"):
                 assert copy.search(q, 30) == live.search(q, 30)
+            copy.close()
+    finally:
+        live.close()
+
+
+def _segments(index: BlindedBm25Index) -> int:
+    work = index._require_work()
+    return len(json.loads((work / "meta.json").read_bytes())["segments"])
+
+
+def test_a_merge_moves_no_answer_until_a_save_and_the_save_is_what_reopens(
+    tmp_path: Path,
+) -> None:
+    # BM25 counts deleted documents until a merge drops them: the same documents score
+    # differently before and after a merge. Tantivy's default searcher followed merges
+    # on its own (a watcher thread), so answers changed with no write, and a save could
+    # link the merged commit while the searcher still answered from the one before.
+    live = BlindedBm25Index(tmp_path / "live", TERM_KEY)
+    live.reset()
+    items = corpus(400, seed=3)
+    queries = ("boiler", "tax pension")
+    try:
+        for b in range(0, len(items), 50):  # 8 commits, 8 segments: Tantivy merges them
+            live.insert(items[b : b + 50])
+            live.delete([k for k, _ in items[b : b + 5]])
+            before = [live.search(q, 30) for q in queries]  # commits
+        deadline = time.monotonic() + 120  # only bounds a merge that never comes
+        while _segments(live) == 8:
+            assert time.monotonic() < deadline, "Tantivy never merged the 8 segments"
+            time.sleep(0.02)
+        # The merged commit is on disk. The searcher stays on ours, with no write: held
+        # past twice the period of Tantivy's meta.json watcher (500 ms), which moved it.
+        held_until = time.monotonic() + 1.2
+        while time.monotonic() < held_until:
+            assert [live.search(q, 30) for q in queries] == before
+            time.sleep(0.05)
+        # A save links the merged commit and moves the searcher onto it: reopened, the
+        # checkpoint answers as the index does.
+        target = tmp_path / "tree"
+        target.mkdir()
+        live.save(target)
+        copy = BlindedBm25Index(tmp_path / "copy", TERM_KEY)
+        copy.open_saved(target)
+        try:
+            assert len(json.loads((target / "meta.json").read_bytes())["segments"]) < 8
+            after = [live.search(q, 30) for q in queries]
+            assert [copy.search(q, 30) for q in queries] == after
+            assert after != before  # the merge did change the statistics
+            assert copy.count() == live.count() == 360
+        finally:
             copy.close()
     finally:
         live.close()

@@ -53,7 +53,7 @@ def test_params_are_validated_and_named() -> None:
 _texts = st.text(alphabet=st.sampled_from("ab \n\té語\u3000\x1c"), max_size=400)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_texts, st.integers(1, 12), st.integers(0, 11), st.integers(1, 40))
 def test_property_chunks_cover_text_within_limits(
     text: str, max_words: int, overlap: int, max_chars: int
@@ -97,7 +97,7 @@ def _reference_chunks(text: str, params: ChunkParams) -> list[tuple[int, int, in
     return out
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_texts, st.integers(1, 12), st.integers(0, 11), st.integers(1, 40))
 def test_property_fast_paths_cut_like_the_word_loop(
     text: str, max_words: int, overlap: int, max_chars: int

@@ -21,7 +21,7 @@ _when = st.datetimes(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_text.filter(bool), _text, st.none() | _text, st.none() | _text, _when, _when)
 def test_fast_upsert_payload_matches_the_dict_encoding(
     doc_id: str, text: str, title: str | None, source: str | None, c: datetime, u: datetime
@@ -32,6 +32,7 @@ def test_fast_upsert_payload_matches_the_dict_encoding(
     assert decode_entry(general) == r
 
 
+@settings(deadline=None)
 @given(st.integers(1, 10**17), _text)
 def test_record_line_is_the_encode_frame_envelope(seq: int, text: str) -> None:
     codec = LogCodec(StoreKeys(store_id="s" * 32, master=bytes(32)))
@@ -43,7 +44,7 @@ def test_record_line_is_the_encode_frame_envelope(seq: int, text: str) -> None:
     assert encode_frame(Frame(seq=seq, blob=frame.blob)) + b"\n" == line
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(
         st.tuples(_text.filter(bool), _text, st.none() | _text, st.booleans()),
@@ -92,6 +93,7 @@ def test_seal_many_blobs_are_seal_blobs() -> None:
         sealer.seal_many([b"a"], [])
 
 
+@settings(deadline=None)
 @given(_text.filter(bool), _text, st.none() | _text, st.none() | _text, _when, _when)
 def test_record_of_upsert_is_the_constructed_record(
     doc_id: str, text: str, title: str | None, source: str | None, c: datetime, u: datetime
