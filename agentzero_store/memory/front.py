@@ -7,6 +7,7 @@ on it, so a text recall dispatches, and a single append is durable, identically.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -33,22 +34,24 @@ class StoreFront:
     def semantic_recall(
         self,
         query_vector: Any,
-        k: int = 5,
+        limit: int = 5,
         *,
         org_id: str | None = None,
         agent_id: str | None = None,
         conversation_id: str | None = None,
+        k: int | None = None,
     ) -> list[MemoryHit]:
         raise NotImplementedError
 
     def keyword_recall(
         self,
         query_text: str,
-        k: int = 5,
+        limit: int = 5,
         *,
         org_id: str | None = None,
         agent_id: str | None = None,
         conversation_id: str | None = None,
+        k: int | None = None,
     ) -> list[MemoryHit]:
         raise NotImplementedError
 
@@ -99,17 +102,40 @@ class StoreFront:
         conversation_id: str | None = None,
     ) -> list[MemoryHit]:
         """Text-only recall in any mode (semantic and hybrid use the store's embedder)."""
-        scope = dict(org_id=org_id, agent_id=agent_id, conversation_id=conversation_id)
+        o, a, c = org_id, agent_id, conversation_id
         if mode == "keyword":
-            return self.keyword_recall(query_text, limit, **scope)
+            return self.keyword_recall(query_text, limit, org_id=o, agent_id=a, conversation_id=c)
         if mode == "hybrid":
-            return self.hybrid_recall(query_text, None, limit, **scope)
+            return self.hybrid_recall(
+                query_text, None, limit, org_id=o, agent_id=a, conversation_id=c
+            )
         if mode == "semantic":
-            return self.semantic_recall(self.embed_query(query_text), limit, **scope)
+            q = self.embed_query(query_text)
+            return self.semantic_recall(q, limit, org_id=o, agent_id=a, conversation_id=c)
         raise InvalidArgumentError(f"mode must be semantic, keyword or hybrid; got {mode!r}")
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        """The store's clock: "now" for expiry and for every read."""
+        return self._clock
 
     def _now_us(self) -> int:
         return to_us(self._clock())
 
 
-__all__ = ["RecallMode", "StoreFront"]
+def result_count(limit: int, k: int | None, call: str) -> int:
+    """The number of results a recall was asked for: ``limit``, or the deprecated ``k=``
+    keyword of ``semantic_recall`` and ``keyword_recall`` (one name, ``limit``, across
+    every recall of the memory store; ``k`` still works, with a warning)."""
+    if k is None:
+        return limit
+    warnings.warn(
+        f"{call}(k=...) is deprecated: the number of results is limit= (as in hybrid_recall "
+        "and recall)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return k
+
+
+__all__ = ["RecallMode", "StoreFront", "result_count"]
