@@ -1,5 +1,5 @@
 """What every memory store backend offers the same way: the calls written in terms of
-the backend's own (``append_many``, the three recalls, ``embed_query``, ``close``).
+the backend's own (the seam's ``append_many``, three recalls and ``embed_query``; ``close``).
 
 ``SqliteMemoryStore`` (memory/store.py) and ``PgMemoryStore`` (pg/store.py) both build
 on it, so a text recall dispatches, and a single append is durable, identically.
@@ -8,68 +8,24 @@ on it, so a text recall dispatches, and a single append is durable, identically.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from ..base.errors import InvalidArgumentError
-from ..embed.vectors import Vector
 from .records import MemoryEntry, MemoryHit, to_us
+from .seam import MemoryRecall, MemoryWrites, RecallMode
 
-RecallMode = Literal["semantic", "keyword", "hybrid"]
 
-
-class StoreFront:
-    """The backend-independent part of a memory store's public API."""
+class StoreFront(MemoryWrites, MemoryRecall):
+    """The backend-independent part of a memory store's public API: the calls of the
+    seam's ``MemoryWrites`` and ``MemoryRecall`` written in terms of the backend's own."""
 
     _clock: Callable[[], datetime]
 
-    # The backend's own calls, which everything here is written in.
-    def append_many(
-        self, entries: Sequence[MemoryEntry], vectors: Sequence[Any] | None = None
-    ) -> list[str]:
-        raise NotImplementedError
-
-    def semantic_recall(
-        self,
-        query_vector: Any,
-        limit: int = 5,
-        *,
-        org_id: str | None = None,
-        agent_id: str | None = None,
-        conversation_id: str | None = None,
-        k: int | None = None,
-    ) -> list[MemoryHit]:
-        raise NotImplementedError
-
-    def keyword_recall(
-        self,
-        query_text: str,
-        limit: int = 5,
-        *,
-        org_id: str | None = None,
-        agent_id: str | None = None,
-        conversation_id: str | None = None,
-        k: int | None = None,
-    ) -> list[MemoryHit]:
-        raise NotImplementedError
-
-    def hybrid_recall(
-        self,
-        query_text: str,
-        query_vector: Any = None,
-        limit: int = 5,
-        *,
-        org_id: str | None = None,
-        agent_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> list[MemoryHit]:
-        raise NotImplementedError
-
-    def embed_query(self, text: str) -> Vector:
-        raise NotImplementedError
-
+    # The backend's own calls, which everything here is written in, are the seam's
+    # (append_many, semantic_recall, keyword_recall, hybrid_recall, embed_query).
     def close(self) -> None:
         raise NotImplementedError
 

@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     from ..sidecar.types import OpenReport, Progress, SidecarStatus
     from ..storage.sqlcipher import Database
     from .feed import Change, MemoryFeed
-    from .front import RecallMode
     from .hnsw import MemoryHnsw
 
+RecallMode = Literal["semantic", "keyword", "hybrid"]
 Capability = Literal["data_dir", "sidecars", "change_feed", "bulk_load"]
 Clock = Callable[[], datetime]
 
@@ -359,6 +359,7 @@ __all__ = [
     "MemoryRecall",
     "MemoryStore",
     "MemoryWrites",
+    "RecallMode",
     "SidecarOps",
     "SidecarStore",
     "StoreHandle",
