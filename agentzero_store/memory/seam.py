@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeGuard, overl
 from ..base.config import StoreConfig
 from ..embed.vectors import Embedder, Vector
 from ..storage.keys import StoreKeys
+from .feed import FeedStore
 from .records import MemoryEntry, MemoryHit
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
     from ..sidecar.types import OpenReport, Progress, SidecarStatus
     from ..storage.sqlcipher import Database
-    from .feed import Change, MemoryFeed
     from .hnsw import MemoryHnsw
 
 RecallMode = Literal["semantic", "keyword", "hybrid"]
@@ -285,29 +285,9 @@ class SidecarOps(Protocol):
         ...
 
 
-class ChangeFeedOps(Protocol):
-    """``"change_feed"``: every insert and delete, in order, for the sidecars."""
-
-    @property
-    def feed(self) -> MemoryFeed:
-        """The change feed."""
-        ...
-
-    def source_seq(self) -> int:
-        """The newest seq of the change feed."""
-        ...
-
-    def changes_since(self, seq: int, limit: int = 10_000) -> list[Change]:
-        """Changes after ``seq``, in order."""
-        ...
-
-    def vector_count(self) -> int:
-        """How many live rows have a vector."""
-        ...
-
-    def vectors_after(self, label: int, limit: int) -> list[tuple[int, bytes]]:
-        """(label, vector bytes) after ``label``."""
-        ...
+class ChangeFeedOps(FeedStore, Protocol):
+    """``"change_feed"``: every insert and delete, in order, for the sidecars (what the
+    sidecar adapters read, ``feed.FeedStore``, and every vector at once)."""
 
     def iter_vectors(self, batch: int = 10_000) -> Iterable[tuple[int, list[int], bytes]]:
         """Every vector, in batches."""
