@@ -24,6 +24,7 @@ from agentzero_store import (
     StoreExistsError,
     WrongKeyError,
 )
+from agentzero_store.memory.seam import MemoryStore
 from agentzero_store.ops.migrate import migrate_store
 from agentzero_store.ops.migrate_check import check, same_ranking
 
@@ -63,7 +64,7 @@ def _entries(n: int, start: int = 0) -> list[MemoryEntry]:
     ]
 
 
-def _fill(store: SqliteMemoryStore | PgMemoryStore, n: int) -> None:
+def _fill(store: MemoryStore, n: int) -> None:
     """``n`` memories over 6 scopes; every fifth without a vector."""
     es, vs = _entries(n), rand_vectors(n, DIM, seed=7)
     for s in range(0, n, 250):

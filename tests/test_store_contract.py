@@ -38,7 +38,10 @@ from agentzero_store import (
     WrongKeyError,
     open_memory_store,
 )
+from agentzero_store.base.config import Layout
+from agentzero_store.memory.seam import MemoryStore, supports
 from agentzero_store.ops.migrate import migrate_store
+from agentzero_store.storage.key_header import read_header
 
 from .conftest import FAST, PASSPHRASE, child_env, rand_vectors, scan_for, text_needles, tree_digest
 from .pg_server import PgServer
@@ -46,7 +49,7 @@ from .pg_server import PgServer
 DIM = 16
 T0 = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
-Store = SqliteMemoryStore | PgMemoryStore
+Store = MemoryStore
 
 
 @dataclass
@@ -120,6 +123,39 @@ def vec(seed: int) -> np.ndarray:
 def test_open_memory_store_picks_the_backend(target: Target, mem: Store) -> None:
     expected = PgMemoryStore if target.kind == "postgresql" else SqliteMemoryStore
     assert type(mem) is expected
+
+
+# ---------------------------------------------------------------- the seam
+def test_each_backend_declares_its_capabilities(target: Target, mem: Store) -> None:
+    # What only some backends have is declared, not probed: the PostgreSQL store has the
+    # SQLite store's methods too (each a typed refusal), so hasattr would say yes.
+    expected = (
+        {"bulk_load"} if target.kind == "postgresql" else {"data_dir", "sidecars", "change_feed"}
+    )
+    assert mem.capabilities == expected
+    for capability in ("data_dir", "sidecars", "change_feed", "bulk_load"):
+        assert supports(mem, capability) is (capability in expected)  # type: ignore[call-overload]
+    # The seam's public members that replaced reads of private attributes across layers.
+    assert mem.clock() == T0
+    header = mem.key_header()
+    assert header["store_id"] == mem.store_id
+    if target.kind == "sqlite":
+        assert header == read_header(Layout(Path(target.where)))
+
+
+def test_limit_is_the_result_count_of_every_recall_and_k_still_works(mem: Store) -> None:
+    for i in range(6):
+        mem.append_with_embedding(MemoryEntry(f"apple pie number {i}", id=f"a{i}"), vec(i))
+    q = vec(0)
+    ids = [h.id for h in mem.semantic_recall(q, limit=3)]
+    assert len(ids) == 3 and [h.id for h in mem.semantic_recall(q, 3)] == ids
+    assert len(mem.keyword_recall("apple", limit=4)) == 4
+    assert len(mem.hybrid_recall("apple", q, limit=2)) == 2
+    # The old keyword still works, with a warning that names the new one.
+    with pytest.warns(DeprecationWarning, match=r"semantic_recall\(k=...\) is deprecated"):
+        assert [h.id for h in mem.semantic_recall(q, k=3)] == ids  # type: ignore[call-arg]
+    with pytest.warns(DeprecationWarning, match="limit="):
+        assert len(mem.keyword_recall("apple", k=4)) == 4  # type: ignore[call-arg]
 
 
 # ---------------------------------------------------------------- round trip

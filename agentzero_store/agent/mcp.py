@@ -47,7 +47,7 @@ from ..base.config import StoreConfig
 from ..base.errors import AgentZeroStoreError, InvalidArgumentError
 from ..embed.factory import embedder_from_env
 from ..embed.vectors import Embedder
-from ..memory.store import SqliteMemoryStore
+from ..memory.seam import supports
 from ..storage.lock import writer_lock
 from .tools import (
     AdoptingAppendTool,
@@ -285,7 +285,7 @@ def serve(settings: McpSettings, *, on_ready: Callable[[], None] | None = None) 
         log.warning("scope not fully pinned (--org/--agent): clients may name any tenant")
     with contextlib.closing(open_memory(settings, embedder)) as memory:
         root = settings.data_dir
-        if isinstance(memory.base.store, SqliteMemoryStore):
+        if supports(memory.base.store, "data_dir"):
             assert isinstance(root, Path)
             tools = build_tools(memory, PerCallDocuments(settings, embedder))
             host = ToolHost(tools, lambda: writer_lock(root, purpose="agentzero mcp"))

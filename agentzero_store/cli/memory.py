@@ -17,9 +17,8 @@ from rich.table import Table
 from ..base.errors import InvalidArgumentError, NotFoundError
 from ..base.limits import expires_after
 from ..memory.records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
-from ..memory.store import SqliteMemoryStore
+from ..memory.seam import MemoryStore, supports
 from ..ops.backends import open_memory_store
-from ..pg.store import PgMemoryStore
 from ..storage.lock import acquire_writer
 from .common import (
     EmbedderOpt,
@@ -43,7 +42,7 @@ ConvOpt = Annotated[str | None, typer.Option("--conversation", help="Conversatio
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=1, help="How many results.")]
 
 
-def _open(embedder: str | None = "none") -> SqliteMemoryStore | PgMemoryStore:
+def _open(embedder: str | None = "none") -> MemoryStore:
     # A data dir or a PostgreSQL URL (--database-url, AGENTZERO_DATABASE_URL): the
     # commands of this module work the same on both backends.
     return open_memory_store(
@@ -52,14 +51,14 @@ def _open(embedder: str | None = "none") -> SqliteMemoryStore | PgMemoryStore:
 
 
 @contextmanager
-def _open_writer(embedder: str | None = "none") -> Iterator[SqliteMemoryStore | PgMemoryStore]:
+def _open_writer(embedder: str | None = "none") -> Iterator[MemoryStore]:
     # The store opens first: a wrong credential must fail before writer.lock is created
     # or written. Then one writer per data dir: wait for (then name) another writer
     # rather than interleave. The store closes (and checkpoints) before the role goes.
     # PostgreSQL has no writer role: many clients write at once (transactions and
     # constraints keep the invariants).
     store = _open(embedder)
-    if isinstance(store, PgMemoryStore):
+    if not supports(store, "data_dir"):
         with store:
             yield store
         return
@@ -216,7 +215,7 @@ def import_agentzero_cmd(
         _open_writer(embedder) as store,
         progress("importing", source.count()) as advance,
     ):
-        assert isinstance(store, SqliteMemoryStore)  # data_dir() above refused a URL
+        assert supports(store, "data_dir")  # data_dir() above refused a URL
         r = import_agentzero(store, source, batch=batch, advance=advance)
 
     def human() -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ..memory.chains import Step, migrate_chain
 
 if TYPE_CHECKING:
+    from ..memory.seam import DataDirOps
     from ..memory.store import SqliteMemoryStore
 
 SCHEMA_KEY = "items_schema"
@@ -62,7 +63,7 @@ def migrate(store: SqliteMemoryStore) -> None:
     migrate_chain(store, SCHEMA_KEY, MIGRATIONS, "item store")
 
 
-def stored_items(store: SqliteMemoryStore) -> int:
+def stored_items(store: DataDirOps) -> int:
     """How many items the data dir holds in every collection (0 before any item store
     opened it): what ``store migrate`` must refuse to leave behind."""
     has = store.database.query(

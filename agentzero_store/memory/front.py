@@ -1,5 +1,5 @@
 """What every memory store backend offers the same way: the calls written in terms of
-the backend's own (``append_many``, the three recalls, ``embed_query``, ``close``).
+the backend's own (the seam's ``append_many``, three recalls and ``embed_query``; ``close``).
 
 ``SqliteMemoryStore`` (memory/store.py) and ``PgMemoryStore`` (pg/store.py) both build
 on it, so a text recall dispatches, and a single append is durable, identically.
@@ -7,66 +7,25 @@ on it, so a text recall dispatches, and a single append is durable, identically.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from ..base.errors import InvalidArgumentError
-from ..embed.vectors import Vector
 from .records import MemoryEntry, MemoryHit, to_us
+from .seam import MemoryRecall, MemoryWrites, RecallMode
 
-RecallMode = Literal["semantic", "keyword", "hybrid"]
 
-
-class StoreFront:
-    """The backend-independent part of a memory store's public API."""
+class StoreFront(MemoryWrites, MemoryRecall):
+    """The backend-independent part of a memory store's public API: the calls of the
+    seam's ``MemoryWrites`` and ``MemoryRecall`` written in terms of the backend's own."""
 
     _clock: Callable[[], datetime]
 
-    # The backend's own calls, which everything here is written in.
-    def append_many(
-        self, entries: Sequence[MemoryEntry], vectors: Sequence[Any] | None = None
-    ) -> list[str]:
-        raise NotImplementedError
-
-    def semantic_recall(
-        self,
-        query_vector: Any,
-        k: int = 5,
-        *,
-        org_id: str | None = None,
-        agent_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> list[MemoryHit]:
-        raise NotImplementedError
-
-    def keyword_recall(
-        self,
-        query_text: str,
-        k: int = 5,
-        *,
-        org_id: str | None = None,
-        agent_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> list[MemoryHit]:
-        raise NotImplementedError
-
-    def hybrid_recall(
-        self,
-        query_text: str,
-        query_vector: Any = None,
-        limit: int = 5,
-        *,
-        org_id: str | None = None,
-        agent_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> list[MemoryHit]:
-        raise NotImplementedError
-
-    def embed_query(self, text: str) -> Vector:
-        raise NotImplementedError
-
+    # The backend's own calls, which everything here is written in, are the seam's
+    # (append_many, semantic_recall, keyword_recall, hybrid_recall, embed_query).
     def close(self) -> None:
         raise NotImplementedError
 
@@ -99,17 +58,40 @@ class StoreFront:
         conversation_id: str | None = None,
     ) -> list[MemoryHit]:
         """Text-only recall in any mode (semantic and hybrid use the store's embedder)."""
-        scope = dict(org_id=org_id, agent_id=agent_id, conversation_id=conversation_id)
+        o, a, c = org_id, agent_id, conversation_id
         if mode == "keyword":
-            return self.keyword_recall(query_text, limit, **scope)
+            return self.keyword_recall(query_text, limit, org_id=o, agent_id=a, conversation_id=c)
         if mode == "hybrid":
-            return self.hybrid_recall(query_text, None, limit, **scope)
+            return self.hybrid_recall(
+                query_text, None, limit, org_id=o, agent_id=a, conversation_id=c
+            )
         if mode == "semantic":
-            return self.semantic_recall(self.embed_query(query_text), limit, **scope)
+            q = self.embed_query(query_text)
+            return self.semantic_recall(q, limit, org_id=o, agent_id=a, conversation_id=c)
         raise InvalidArgumentError(f"mode must be semantic, keyword or hybrid; got {mode!r}")
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        """The store's clock: "now" for expiry and for every read."""
+        return self._clock
 
     def _now_us(self) -> int:
         return to_us(self._clock())
 
 
-__all__ = ["RecallMode", "StoreFront"]
+def result_count(limit: int, k: int | None, call: str) -> int:
+    """The number of results a recall was asked for: ``limit``, or the deprecated ``k=``
+    keyword of ``semantic_recall`` and ``keyword_recall`` (one name, ``limit``, across
+    every recall of the memory store; ``k`` still works, with a warning)."""
+    if k is None:
+        return limit
+    warnings.warn(
+        f"{call}(k=...) is deprecated: the number of results is limit= (as in hybrid_recall "
+        "and recall)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return k
+
+
+__all__ = ["RecallMode", "StoreFront", "result_count"]

@@ -27,15 +27,17 @@ from ..base.errors import InvalidArgumentError, StoreClosedError
 from ..base.limits import check_text
 from ..embed.vectors import Embedder, Vector, as_vector
 from ..storage.datadir import open_data_dir
+from ..storage.key_header import read_header
 from ..storage.keys import StoreKeys
 from ..storage.lock import WriterLock, acquire_writer
 from ..storage.sources import SourceGuard
 from ..storage.sqlcipher import Database
 from . import backfill, recall, write
 from .feed import Change, MemoryFeed
-from .front import RecallMode, StoreFront
+from .front import RecallMode, StoreFront, result_count
 from .records import MemoryEntry, MemoryHit, Scope, to_us
 from .rows import COLUMNS, positive, row_to_entry, rows_after, scope_where
+from .seam import Capability
 from .source import memory_seq, open_source
 from .tx import WriteTx
 
@@ -56,6 +58,9 @@ def _utcnow() -> datetime:
 
 class SqliteMemoryStore(StoreFront):
     """Encrypted conversation memory with semantic, keyword and hybrid recall."""
+
+    # Beyond the seam's MemoryStore (memory/seam.py): a data dir, sidecars, a change feed.
+    capabilities: frozenset[Capability] = frozenset({"data_dir", "sidecars", "change_feed"})
 
     def __init__(
         self,
@@ -162,6 +167,10 @@ class SqliteMemoryStore(StoreFront):
     def keys(self) -> StoreKeys:
         """The unlocked keys (for sibling stores and sidecars sharing this data dir)."""
         return self._keys
+
+    def key_header(self) -> dict[str, Any]:
+        """The key header in ``keys.json`` (wrapped keys, no secret)."""
+        return read_header(Layout(self.data_dir))
 
     def embedding_info(self) -> tuple[str | None, int | None]:
         """(model id, dimension) of the vectors stored so far, or (None, None)."""
@@ -407,14 +416,17 @@ class SqliteMemoryStore(StoreFront):
     def semantic_recall(
         self,
         query_vector: Any,
-        k: int = 5,
+        limit: int = 5,
         *,
         org_id: str | None = None,
         agent_id: str | None = None,
         conversation_id: str | None = None,
+        k: int | None = None,
     ) -> list[MemoryHit]:
-        """The ``k`` live entries in scope most similar (cosine) to ``query_vector``."""
-        return self._semantic(query_vector, positive(k), Scope(org_id, agent_id, conversation_id))
+        """The ``limit`` live entries in scope most similar (cosine) to ``query_vector``
+        (``k=`` is the deprecated name of ``limit``)."""
+        n = positive(result_count(limit, k, "semantic_recall"))
+        return self._semantic(query_vector, n, Scope(org_id, agent_id, conversation_id))
 
     def _semantic(self, query_vector: Any, k: int, scope: Scope) -> list[MemoryHit]:
         db = self._live()
@@ -427,17 +439,19 @@ class SqliteMemoryStore(StoreFront):
     def keyword_recall(
         self,
         query_text: str,
-        k: int = 5,
+        limit: int = 5,
         *,
         org_id: str | None = None,
         agent_id: str | None = None,
         conversation_id: str | None = None,
+        k: int | None = None,
     ) -> list[MemoryHit]:
-        """BM25 keyword recall through the encrypted FTS5 index, scoped, best first."""
+        """BM25 keyword recall through the encrypted FTS5 index, scoped, best first
+        (``k=`` is the deprecated name of ``limit``)."""
         return recall.keyword(
             self._live(),
             check_text("query text", query_text),
-            positive(k),
+            positive(result_count(limit, k, "keyword_recall")),
             Scope(org_id, agent_id, conversation_id),
             self._now_us(),
         )

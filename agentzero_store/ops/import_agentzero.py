@@ -35,7 +35,7 @@ from ..base.errors import AgentZeroStoreError
 from ..embed.local import LOCAL_MODEL_DIM, LOCAL_MODEL_ID
 from ..embed.vectors import Embedder
 from ..memory.records import DEFAULT_SCOPE, MemoryEntry
-from ..memory.store import SqliteMemoryStore
+from ..memory.seam import DataDirStore
 from ..memory.write import check_embedder
 from ..storage.foreign_db import ForeignMemoryDb, ForeignRow
 
@@ -70,7 +70,7 @@ def open_agentzero(path: Path | str, passphrase: str | None = None) -> ForeignMe
 
 
 def import_agentzero(
-    store: SqliteMemoryStore,
+    store: DataDirStore,
     source: ForeignMemoryDb,
     *,
     batch: int = 256,
@@ -173,7 +173,7 @@ def _when(value: Any) -> datetime | None:
     return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
 
 
-def _not_stored(store: SqliteMemoryStore, entries: Sequence[MemoryEntry]) -> list[int]:
+def _not_stored(store: DataDirStore, entries: Sequence[MemoryEntry]) -> list[int]:
     """Positions of ``entries`` whose id the store does not hold yet."""
     ids = [e.id for e in entries]
     if not ids:

@@ -55,18 +55,20 @@ from ..base.config import Layout, StoreConfig
 from ..base.errors import InvalidArgumentError, StoreExistsError, UnsupportedByBackendError
 from ..items import schema as item_schema
 from ..memory.records import MemoryEntry, to_us
+from ..memory.seam import supports
 from ..memory.store import SqliteMemoryStore
+from ..pg.choose import Backend, open_memory_store
 from ..pg.store import PgMemoryStore, redact
 from ..storage.credentials import Credential, resolve_credential
 from ..storage.datadir import store_credential
-from ..storage.key_header import read_header, read_store_id, store_exists
+from ..storage.key_header import read_store_id, store_exists
 from ..storage.keys import create_keys
 from ..storage.lock import acquire_writer
 from . import migrate_check, migrate_layer
 from .backends import is_postgres_url
 from .migrate_check_layer import check_layer
 
-Store = SqliteMemoryStore | PgMemoryStore
+Store = Backend  # handed to the agent memory's transfer sides
 Advance = Callable[[int], None]
 
 PAGE = 500  # memories per page: one read of the source, one write transaction
@@ -96,7 +98,7 @@ class MigrateReport:
 def _refuse_items(src: Store) -> None:
     """Items (ItemStore: the framework adapters' stores and checkpoints) have no
     PostgreSQL tables: a data dir holding any is refused, never moved without them."""
-    if not isinstance(src, SqliteMemoryStore):
+    if not supports(src, "data_dir"):
         return
     n = item_schema.stored_items(src)
     if n:
@@ -142,15 +144,15 @@ def migrate_store(
         # hnsw=False on both sides: the copy never waits for an HNSW sidecar (a data dir
         # target gets one from `agentzero store rebuild`, or the agent memory's first
         # open, as a new store does), and the check compares exact answers.
-        src = _hold(stack, source, _open(source, create=False, **opened))
-        now_us = to_us(src._clock())  # what is live: the same instant for every read
+        src = _hold(stack, source, open_memory_store(source, create=False, **opened))
+        now_us = to_us(src.clock())  # what is live: the same instant for every read
         src_layer = migrate_layer.layer_of(src) if _has_layer(src) else None
         if src_layer is not None:
             stack.callback(src_layer.close)
             src_layer.prepare()  # an older layer schema upgraded, as any open of it does
             migrate_layer.refuse(src_layer)  # before the target is touched
         _refuse_items(src)
-        dst = _hold(stack, target, _open_target(target, _header(src), cred, opened))
+        dst = _hold(stack, target, _open_target(target, src.key_header(), cred, opened))
         dst_layer = migrate_layer.layer_of(dst)
         stack.callback(dst_layer.close)  # before the store closes (callbacks run last first)
         n = src.count()
@@ -161,7 +163,7 @@ def migrate_store(
         moved: dict[str, int] = {}
         # Into PostgreSQL: the HNSW index is built once after the copy (if the target
         # has none yet), not updated row by row.
-        with dst.bulk_load() if isinstance(dst, PgMemoryStore) else contextlib.nullcontext():
+        with dst.bulk_load() if supports(dst, "bulk_load") else contextlib.nullcontext():
             if src_layer is not None:
                 dst_layer.prepare()
             _copy(src, dst, page, advance)
@@ -174,7 +176,7 @@ def migrate_store(
         if src_layer is not None:
             # Live as of now: a memory that expired while it was being moved is on
             # neither side now, as the memory rows' check sees it.
-            at = to_us(src._clock())
+            at = to_us(src.clock())
             checked |= check_layer(src, dst, src_layer, dst_layer, now_us=at, sample=sample)
         scopes = [{"org_id": o, "agent_id": a, "count": c} for o, a, c in src.scopes()]
     return MigrateReport(
@@ -265,19 +267,6 @@ def _as_kwargs(cred: Credential) -> dict[str, Any]:
     if cred.kind == "passphrase":
         return {"passphrase": cred.secret.decode("utf-8")}
     return {"key": cred.secret}
-
-
-def _open(where: Path | str, **kw: Any) -> Store:
-    if is_postgres_url(where):
-        return PgMemoryStore.open(str(where), **kw)
-    return SqliteMemoryStore.open(where, **kw)
-
-
-def _header(store: Store) -> dict[str, Any]:
-    """The key header of an open store (keys.json, or the ``az_keys`` row)."""
-    if isinstance(store, PgMemoryStore):
-        return store.key_header()
-    return read_header(Layout(store.data_dir))
 
 
 def _open_target(

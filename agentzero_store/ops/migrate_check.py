@@ -34,10 +34,9 @@ import numpy.typing as npt
 
 from ..base.errors import MigrationMismatchError
 from ..memory.records import MemoryEntry, MemoryHit, to_us
-from ..memory.store import SqliteMemoryStore
-from ..pg.store import PgMemoryStore
+from ..memory.seam import MemoryStore
 
-Store = SqliteMemoryStore | PgMemoryStore
+Store = MemoryStore
 
 SAMPLE = 20  # memories turned into sample queries
 K = 5  # semantic answers compared per query

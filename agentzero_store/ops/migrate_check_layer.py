@@ -40,11 +40,10 @@ from ..agentmem.transfer_side import (
     LayerTransfer,
 )
 from ..base.errors import MigrationMismatchError
-from ..memory.store import SqliteMemoryStore
-from ..pg.store import PgMemoryStore
+from ..pg.choose import Backend
 from .migrate_check import KEYWORD_K, query_words
 
-Store = SqliteMemoryStore | PgMemoryStore
+Store = Backend  # AgentMemory is opened on it
 
 
 def check_layer(

@@ -35,13 +35,14 @@ from ..agentmem.transfer_side import (
 from ..agentmem.transfer_sqlite import SqliteLayer
 from ..base.errors import PendingForgetsError, UnsupportedByBackendError
 from ..memory.store import SqliteMemoryStore
-from ..pg.store import PgMemoryStore
+from ..pg.choose import Backend
 
 Advance = Callable[[int], None]
 
 
-def layer_of(store: SqliteMemoryStore | PgMemoryStore) -> SqliteLayer | PgLayer:
-    """The agent memory's transfer side of an open store."""
+def layer_of(store: Backend) -> SqliteLayer | PgLayer:
+    """The agent memory's transfer side of an open store (the backend's own class: the
+    one place ``store migrate`` picks by backend, as ``agentmem.backends.side_of`` does)."""
     if isinstance(store, SqliteMemoryStore):
         return SqliteLayer(store)
     return PgLayer(store)

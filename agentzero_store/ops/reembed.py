@@ -89,7 +89,7 @@ def reembed_memory(
     """
     if batch <= 0:
         raise InvalidArgumentError(f"batch must be positive, got {batch}")
-    db = store._db  # store-level hook: see the module docstring
+    db = store.database
     model, dim = embedder.model_id, embedder.dimension
     previous_model, previous_dim = store.embedding_info()
     with db.tx() as c:

@@ -42,9 +42,10 @@ from ..base.errors import (
 from ..base.limits import check_text
 from ..embed.vectors import Embedder, Vector
 from ..memory.backfill import Backfill
-from ..memory.front import StoreFront
+from ..memory.front import StoreFront, result_count
 from ..memory.records import MemoryEntry, MemoryHit, Scope
 from ..memory.rows import positive
+from ..memory.seam import Capability
 from ..sidecar.bm25_terms import BlindTerms
 from ..storage.credentials import resolve_credential
 from ..storage.key_header import parse_header
@@ -124,6 +125,10 @@ def _unlock(header: Mapping[str, Any], cred: Any, where: str) -> StoreKeys:
 class PgMemoryStore(StoreFront, SqliteOnlyParts):
     """Encrypted conversation memory in PostgreSQL, with semantic, keyword and hybrid
     recall: the same public API as ``SqliteMemoryStore``."""
+
+    # Beyond the seam's MemoryStore (memory/seam.py): the vector index built once after a
+    # bulk load. The SQLite store's extras answer with a typed refusal (SqliteOnlyParts).
+    capabilities: frozenset[Capability] = frozenset({"bulk_load"})
 
     def __init__(
         self,
@@ -662,14 +667,16 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
     def semantic_recall(
         self,
         query_vector: Any,
-        k: int = 5,
+        limit: int = 5,
         *,
         org_id: str | None = None,
         agent_id: str | None = None,
         conversation_id: str | None = None,
+        k: int | None = None,
     ) -> list[MemoryHit]:
-        """The ``k`` live entries in scope most similar (cosine) to ``query_vector``."""
-        k = positive(k)
+        """The ``limit`` live entries in scope most similar (cosine) to ``query_vector``
+        (``k=`` is the deprecated name of ``limit``)."""
+        k = positive(result_count(limit, k, "semantic_recall"))
         scope = Scope(org_id, agent_id, conversation_id)
         q = self._query_vector(query_vector)
         if q is None:
@@ -684,14 +691,16 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
     def keyword_recall(
         self,
         query_text: str,
-        k: int = 5,
+        limit: int = 5,
         *,
         org_id: str | None = None,
         agent_id: str | None = None,
         conversation_id: str | None = None,
+        k: int | None = None,
     ) -> list[MemoryHit]:
-        """BM25 keyword recall over blinded terms, computed by the server, scoped."""
-        k = positive(k)
+        """BM25 keyword recall over blinded terms, computed by the server, scoped
+        (``k=`` is the deprecated name of ``limit``)."""
+        k = positive(result_count(limit, k, "keyword_recall"))
         terms = self._terms.terms(check_text("query text", query_text))
         scope = Scope(org_id, agent_id, conversation_id)
         now = self._now_us()

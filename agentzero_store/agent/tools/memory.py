@@ -11,8 +11,7 @@ from typing import Any
 
 from ...base.limits import MAX_TTL_SECONDS, expires_after
 from ...memory.records import KINDS, MemoryEntry, MemoryHit, Source
-from ...memory.store import SqliteMemoryStore
-from ...pg.store import PgMemoryStore
+from ...memory.seam import MemoryStore
 from .base import AgentTool, Arg, Result, require_one, scope_args, search_args, search_result
 
 RECALL_DESCRIPTION = (
@@ -60,7 +59,7 @@ class SemanticRecallTool(AgentTool):
 
     def __init__(
         self,
-        store: SqliteMemoryStore | PgMemoryStore,
+        store: MemoryStore,
         *,
         org_id: str | None = None,
         agent_id: str | None = None,
@@ -102,7 +101,7 @@ class MemoryAppendTool(AgentTool):
 
     def __init__(
         self,
-        store: SqliteMemoryStore | PgMemoryStore,
+        store: MemoryStore,
         *,
         org_id: str | None = None,
         agent_id: str | None = None,
@@ -171,7 +170,7 @@ class MemoryForgetTool(AgentTool):
 
     def __init__(
         self,
-        store: SqliteMemoryStore | PgMemoryStore,
+        store: MemoryStore,
         *,
         org_id: str | None = None,
         agent_id: str | None = None,
