@@ -126,7 +126,7 @@ class AgentMemory:
         else:
             self.scope_agent = agent_id
         self._own_store = own_store
-        self._clock: Clock = store.clock()
+        self._clock: Clock = store.clock
         self._side = side_of(store)
         # The scope's repository and archive live only in the gate, which checks the
         # grant whenever either is read (``namespaces.ScopeGate``).
