@@ -650,7 +650,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
     ) -> list[MemoryHit]:
         """BM25 keyword recall over blinded terms, computed by the server, scoped."""
         k = positive(k)
-        terms = self._terms.terms(check_text("query text", query_text))
+        terms = self._terms.query_terms(check_text("query text", query_text))
         scope = Scope(org_id, agent_id, conversation_id)
         now = self._now_us()
         with self._tx() as c:
@@ -677,7 +677,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
             query_vector = self.embed_query(query_text)
         q = self._query_vector(query_vector)
         candidates = limit * self.config.hybrid_candidates_factor
-        terms = self._terms.terms(query_text)
+        terms = self._terms.query_terms(query_text)
         now = self._now_us()
         with self._tx() as c:
             sem = (
