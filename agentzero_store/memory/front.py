@@ -10,19 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Self
 
-from ..base.errors import InvalidArgumentError
-from ..embed.vectors import Vector
+from ..base.modes import Mode, plain_mode
+from ..embed.vectors import Embedder, Vector
 from .records import MemoryEntry, MemoryHit, to_us
 
-RecallMode = Literal["semantic", "keyword", "hybrid"]
+RecallMode = Mode  # the one vocabulary of every search (``base.modes``)
 
 
 class StoreFront:
     """The backend-independent part of a memory store's public API."""
 
     _clock: Callable[[], datetime]
+    embedder: Embedder | None
 
     # The backend's own calls, which everything here is written in.
     def append_many(
@@ -93,20 +94,21 @@ class StoreFront:
         query_text: str,
         limit: int = 5,
         *,
-        mode: RecallMode = "semantic",
+        mode: RecallMode = "auto",
         org_id: str | None = None,
         agent_id: str | None = None,
         conversation_id: str | None = None,
     ) -> list[MemoryHit]:
-        """Text-only recall in any mode (semantic and hybrid use the store's embedder)."""
+        """Text-only recall in any mode of ``base.modes`` (semantic and hybrid use the
+        store's embedder): ``auto``, the default, is hybrid with an embedder and keyword
+        without one."""
         scope = dict(org_id=org_id, agent_id=agent_id, conversation_id=conversation_id)
-        if mode == "keyword":
+        how = plain_mode(mode, has_embedder=self.embedder is not None)
+        if how == "keyword":
             return self.keyword_recall(query_text, limit, **scope)
-        if mode == "hybrid":
+        if how == "hybrid":
             return self.hybrid_recall(query_text, None, limit, **scope)
-        if mode == "semantic":
-            return self.semantic_recall(self.embed_query(query_text), limit, **scope)
-        raise InvalidArgumentError(f"mode must be semantic, keyword or hybrid; got {mode!r}")
+        return self.semantic_recall(self.embed_query(query_text), limit, **scope)
 
     def _now_us(self) -> int:
         return to_us(self._clock())
