@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args
 
 from ..base.errors import InvalidArgumentError
 from ..base.limits import check_text
+from ..memory.records import Kind
 
 MemoryType = Literal["episodic", "semantic", "procedural"]
 MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
@@ -88,6 +89,7 @@ class Memory:
     archived: bool
     about: tuple[str, ...]
     metadata: Mapping[str, Any]
+    kind: Kind = "granted"  # how it came to be remembered (``MemoryEntry.kind``)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (datetimes as ISO 8601)."""
@@ -110,6 +112,7 @@ class Memory:
             "archived": self.archived,
             "about": list(self.about),
             "metadata": dict(self.metadata),
+            "kind": self.kind,
         }
 
 

@@ -132,6 +132,7 @@ class ReadRows(RepositoryCore):
             archived=r[17] is not None,
             about=entities(r[9], r[19], about),
             metadata={} if r[7] == "{}" else json.loads(r[7]),
+            kind=r[20],
         )
 
     def _filter_sql(self, f: Filter) -> tuple[str, list[Any]]:

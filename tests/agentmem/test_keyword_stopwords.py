@@ -64,4 +64,3 @@ def test_document_bm25_never_matches_on_stop_words_alone(tmp_path: Path, terms: 
         docs.ingest_many([DocInput(f"n{i}", note) for i, note in enumerate(NOTES)])
         assert docs.query("what is the answer to the question?", 10, mode="bm25") == []
         assert [h.id for h in docs.query("the garden", 10, mode="bm25")] == ["n4"]
-

@@ -416,6 +416,7 @@ class PgRepositoryCore:
             archived=r[17] is not None,
             about=entities(speaker, None if speaker is None else entity_key(speaker), about),
             metadata=dict(e.metadata),
+            kind=e.kind,
         )
 
     def _filter_sql(self, f: Filter) -> tuple[str, list[Any]]:
