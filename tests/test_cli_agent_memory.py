@@ -189,9 +189,9 @@ def test_human_output(where: Path | str) -> None:
     assert listed[1].endswith("\tBo likes green tea")
     assert "Bo likes green tea" in run(where, "memory", "recall", "green tea", *NO_EMBEDDER).stdout
     forgot = run(where, "memory", "forget", "--about", "bo").stdout
-    assert forgot.startswith("forgot 1 memories; until ")
+    assert forgot.startswith("forgot 1 memory; until ")
     token = forgot.split("agentzero memory undo ")[1].strip()
-    assert run(where, "memory", "undo", token).stdout == "restored 1 memories\n"
+    assert run(where, "memory", "undo", token).stdout == "restored 1 memory\n"
     nothing = run(where, "memory", "forget", "--conversation", "none-such").stdout
     assert nothing == "nothing matched; nothing was forgotten\n"
     assert run(where, "memory", "facts").stdout == "no facts\n"
