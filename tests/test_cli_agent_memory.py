@@ -33,6 +33,7 @@ MEMORY_KEYS = {
     "archived",
     "about",
     "metadata",
+    "kind",
 }
 
 
@@ -215,7 +216,7 @@ def test_errors_are_typed_with_hints_and_exit_codes(data_dir: Path) -> None:
         (("forget", "--id", mid, "--about", "x"), 2, "invalid_argument", "exactly one of"),
         (("erase", "--yes"), 2, "invalid_argument", "exactly one of"),
         (("recall", "x", "--as-of", "2025-06-01T12:00:00"), 2, "invalid_argument", "--as-of"),
-        (("recall", "x", "--mode", "fuzzy"), 2, "invalid_argument", "--mode must be"),
+        (("recall", "x", "--mode", "fuzzy"), 2, "invalid_argument", "mode must be one of auto"),
         (("recall", "x", "--type", "dream"), 2, "invalid_argument", "types must be"),
         (("recall", "x", "--mode", "auto", *NO_EMBEDDER), 2, "no_embedder", ""),
         (("remember", "x", "--ttl", "soon", *NO_EMBEDDER), 2, "invalid_argument", "--ttl"),
