@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from agentzero_store.base.modes import Mode
 from agentzero_store.base.ranking import rrf_fuse
 
 from .feed import ChunkFeed, split_key
 from .log_read import LogReader
 
-QueryMode = Literal["bm25", "semantic", "hybrid"]
-MODES: tuple[str, ...] = ("bm25", "semantic", "hybrid")
+QueryMode = Mode  # the one vocabulary of every search (``base.modes``)
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def fuse(
     for seq, index, _ in bm25:  # prefer the keyword chunk: it holds the query's words
         best[seq] = (index, best[seq][1])
     fused = rrf_fuse(
-        {"bm25": [s for s, _, _ in bm25], "semantic": [s for s, _, _ in sem]},
+        {"keyword": [s for s, _, _ in bm25], "semantic": [s for s, _, _ in sem]},
         k=rrf_k,
         limit=limit,
     )

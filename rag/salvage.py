@@ -76,7 +76,7 @@ def salvage(
     if the source's generation cannot be found (its header line is destroyed), since no
     record can be authenticated without it.
     """
-    src, dst = Path(src_path), Path(dst_path)
+    src, dst = Path(src_path).expanduser(), Path(dst_path).expanduser()
     if dst.exists() or dst.resolve() == src.resolve():
         raise StoreExistsError(f"{dst} exists; salvage writes a new file and never overwrites")
     codec = LogCodec(keys)

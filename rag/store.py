@@ -21,6 +21,7 @@ import numpy as np
 from agentzero_store.base.config import Layout, StoreConfig
 from agentzero_store.base.errors import InvalidArgumentError, NoEmbedderError
 from agentzero_store.base.limits import check_limit, check_text
+from agentzero_store.base.modes import plain_mode
 from agentzero_store.embed.vectors import Embedder, as_vector
 from agentzero_store.sidecar.hnsw import HnswIndex
 from agentzero_store.sidecar.types import Progress, SidecarStatus
@@ -39,7 +40,7 @@ from .files import DirReport
 from .folder import MAX_FILE_BYTES
 from .indexes import DocumentIndexes, vectors_fit
 from .log import DocumentLog
-from .query import MODES, DocumentHit, QueryMode, fuse, hits, roll_up
+from .query import DocumentHit, QueryMode, fuse, hits, roll_up
 from .records import ChunkVectors, DocumentRecord, Upsert, content_hash
 
 log = logging.getLogger(__name__)
@@ -332,17 +333,18 @@ class DocumentStore:
     def __len__(self) -> int:
         return len(self.log)
 
-    def query(self, text: str, limit: int = 5, mode: QueryMode = "bm25") -> list[DocumentHit]:
-        """The ``limit`` best documents for ``text``: bm25, semantic or hybrid (RRF k=60)."""
-        if mode not in MODES:
-            raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    def query(self, text: str, limit: int = 5, mode: QueryMode = "auto") -> list[DocumentHit]:
+        """The ``limit`` best documents for ``text``: keyword (BM25; ``bm25`` is an
+        alias), semantic or hybrid (RRF k=60); ``auto``, the default, is hybrid with an
+        embedder and keyword without one (``base.modes``)."""
+        how = plain_mode(mode, has_embedder=self.embedder is not None)
         # Capped: Tantivy and hnswlib allocate per hit asked for (10**9 aborted the process).
         limit = check_limit(limit)
         check_text("query text", text)
         self._catch_up()
-        if mode == "bm25":
-            return self._hits(self._bm25_docs(text, limit), "bm25")
-        if mode == "semantic":
+        if how == "keyword":
+            return self._hits(self._bm25_docs(text, limit), "keyword")
+        if how == "semantic":
             return self._hits(self._semantic_docs(text, limit), "semantic")
         n = limit * self.config.hybrid_candidates_factor
         bm25, sem = self._bm25_docs(text, n), self._semantic_docs(text, n)

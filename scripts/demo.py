@@ -91,6 +91,14 @@ def main() -> int:
     console.print(
         f"plaintext scan of {data_dir}: [bold]{leaks}[/] of {len(texts) + 1} texts found on disk"
     )
+    # Say where the files are: a temp dir outlives the demo, and its key (random, never
+    # written down) is gone with this process, so nothing can open it again.
+    left = data_dir if args.data_dir else data_dir.parent
+    console.print(
+        f"the demo's encrypted files are left in [cyan]{left}[/] (their random key is "
+        f"gone: look at them, then remove them with `rm -rf {left}`)",
+        soft_wrap=True,
+    )
     return 0 if leaks == 0 else 1
 
 

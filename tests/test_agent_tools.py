@@ -57,6 +57,7 @@ MEMORY_KEYS = {
     "confidence",
     "about",
     "archived",
+    "kind",
 }
 
 
@@ -96,8 +97,10 @@ def test_every_schema_is_valid_pinned_and_documented(mem: AgentMemory) -> None:
         assert props["org_id"]["const"] == "acme" and props["agent_id"]["const"] == "a1"
         assert all(p["description"] for p in props.values())
     recall = t["memory_recall"].schema()["properties"]
-    # Without an embedder only keyword search is offered: a model cannot pick a failing mode.
-    assert recall["mode"]["enum"] == ["keyword"] and recall["mode"]["default"] == "keyword"
+    # Without an embedder only keyword search is offered (auto is keyword there; bm25 the
+    # old name of keyword): a model cannot pick a failing mode.
+    assert recall["mode"]["enum"] == ["auto", "keyword", "bm25"]
+    assert recall["mode"]["default"] == "auto"
     assert recall["types"] == {
         "type": "array",
         "description": recall["types"]["description"],
@@ -117,7 +120,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("memory_remember", {"content": "x", "type": "dream"}, "one of semantic"),
     ("memory_remember", {"content": "x", "confidence": 1.5}, "at most 1"),
     ("memory_remember", {"content": "x", "ttl_seconds": 0}, "at least 1"),
-    ("memory_recall", {"query": "x", "mode": "auto"}, "must be one of keyword"),
+    ("memory_recall", {"query": "x", "mode": "semantic"}, "must be one of auto, keyword, bm25"),
     ("memory_recall", {"query": "x", "types": ["dream"]}, "each types item must be one of"),
     ("memory_recall", {"query": "x", "limit": 51}, "at most 50"),
     ("memory_list", {"archived": "yes"}, "one of exclude, include, only"),
@@ -267,6 +270,7 @@ def test_auto_recall_with_the_local_embedder(
             "keyword",
             "semantic",
             "hybrid",
+            "bm25",
         ]
         t["memory_grant"].run({"content": "The user is allergic to peanuts"})
         t["memory_grant"].run({"content": "The user's bike is a blue road bike"})

@@ -34,6 +34,7 @@ MEMORY_KEYS = {
     "archived",
     "about",
     "metadata",
+    "kind",
 }
 
 
@@ -197,9 +198,9 @@ def test_human_output(where: Path | str) -> None:
     assert listed[1].endswith("\tBo likes green tea")
     assert "Bo likes green tea" in run(where, "memory", "recall", "green tea", *NO_EMBEDDER).stdout
     forgot = run(where, "memory", "forget", "--about", "bo").stdout
-    assert forgot.startswith("forgot 1 memories; until ")
+    assert forgot.startswith("forgot 1 memory; until ")
     token = forgot.split("agentzero memory undo ")[1].strip()
-    assert run(where, "memory", "undo", token).stdout == "restored 1 memories\n"
+    assert run(where, "memory", "undo", token).stdout == "restored 1 memory\n"
     nothing = run(where, "memory", "forget", "--conversation", "none-such").stdout
     assert nothing == "nothing matched; nothing was forgotten\n"
     assert run(where, "memory", "facts").stdout == "no facts\n"
@@ -215,6 +216,8 @@ def test_errors_are_typed_with_hints_and_exit_codes(data_dir: Path) -> None:
     p = run(data_dir, "memory", "grant", "x", "--json", *NO_EMBEDDER, passphrase="no", check=False)
     assert p.returncode == 3 and js(p)["error"] == "wrong_key" and js(p)["hint"]
     assert tree_digest(data_dir) == before  # a wrong credential changes no byte
+    # auto without an embedder is keyword search (as for every store), never an error
+    assert mem(data_dir, "recall", "note", "--mode", "auto", *NO_EMBEDDER)[0]["id"] == mid
     cases: list[tuple[tuple[str, ...], int, str, str]] = [
         (("archive", "nope"), 4, "not_found", "no memory 'nope'"),
         (("undo", "not-a-token"), 4, "not_found", "no forget with this token"),
@@ -223,9 +226,9 @@ def test_errors_are_typed_with_hints_and_exit_codes(data_dir: Path) -> None:
         (("forget", "--id", mid, "--about", "x"), 2, "invalid_argument", "exactly one of"),
         (("erase", "--yes"), 2, "invalid_argument", "exactly one of"),
         (("recall", "x", "--as-of", "2025-06-01T12:00:00"), 2, "invalid_argument", "--as-of"),
-        (("recall", "x", "--mode", "fuzzy"), 2, "invalid_argument", "--mode must be"),
+        (("recall", "x", "--mode", "fuzzy"), 2, "invalid_argument", "mode must be one of auto"),
         (("recall", "x", "--type", "dream"), 2, "invalid_argument", "types must be"),
-        (("recall", "x", "--mode", "auto", *NO_EMBEDDER), 2, "no_embedder", ""),
+        (("recall", "x", "--mode", "semantic", *NO_EMBEDDER), 2, "no_embedder", ""),
         (("remember", "x", "--ttl", "soon", *NO_EMBEDDER), 2, "invalid_argument", "--ttl"),
         (("remember", "x", "--type", "dream", *NO_EMBEDDER), 2, "invalid_argument", "types"),
         (

@@ -48,8 +48,8 @@ def test_tokens_are_digits_behind_a_field_letter_and_differ_per_field() -> None:
 
 def test_match_expression_quotes_words_and_only_adds_given_fields() -> None:
     assert match_expression("!!", Scope(org_id="o")) is None
-    m = match_expression('Zebra "OR" zebra', Scope(agent_id="a b"))
-    assert m == f'content : ("zebra" OR "or") AND scope : "{token("agent_id", "a b")}"'
+    m = match_expression('Zebra "NEAR" zebra', Scope(agent_id="a b"))
+    assert m == f'content : ("zebra" OR "near") AND scope : "{token("agent_id", "a b")}"'
 
 
 def test_scoped_keyword_recall_is_exact_for_every_spelling(tmp_path: Path) -> None:

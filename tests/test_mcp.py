@@ -124,7 +124,7 @@ def test_every_tool_through_a_real_client_session(
             recall_schema = tools["memory_recall"].input_schema
             assert recall_schema["properties"]["org_id"]["const"] == "o1"
             assert recall_schema["properties"]["agent_id"]["const"] == "a1"
-            assert tools["rag_query"].input_schema["properties"]["mode"]["default"] == "hybrid"
+            assert tools["rag_query"].input_schema["properties"]["mode"]["default"] == "auto"
             # The embedder is lazy: starting and listing tools embedded nothing.
             assert embed_server.requests == []
 
@@ -315,10 +315,11 @@ def test_unpinned_server_without_embedder(data_dir: Path, tmp_path: Path) -> Non
             await s.initialize()
             tools = {t.name: t for t in (await s.list_tools()).tools}
             assert "const" not in tools["memory_recall"].input_schema["properties"]["org_id"]
-            assert tools["rag_query"].input_schema["properties"]["mode"]["enum"] == ["bm25"]
+            keyword_only = ["auto", "keyword", "bm25"]  # auto is keyword without an embedder
+            assert tools["rag_query"].input_schema["properties"]["mode"]["enum"] == keyword_only
             # Without an embedder memory_recall offers keyword search only.
             mode = tools["memory_recall"].input_schema["properties"]["mode"]
-            assert mode["enum"] == ["keyword"] and mode["default"] == "keyword"
+            assert mode["enum"] == keyword_only and mode["default"] == "auto"
             for org in ("x", "y"):
                 r = await s.call_tool(
                     "memory_append", {"content": f"note for {org}", "org_id": org}

@@ -83,8 +83,8 @@ def test_recall_schema_is_valid_json_schema(ro: SqliteMemoryStore) -> None:
     assert schema["required"] == ["query"] and schema["additionalProperties"] is False
     props = schema["properties"]
     assert set(props) == {"query", "limit", "mode", "org_id", "agent_id", "conversation_id"}
-    assert props["mode"]["default"] == "semantic"
-    assert props["mode"]["enum"] == ["semantic", "hybrid", "keyword"]
+    assert props["mode"]["default"] == "auto"
+    assert props["mode"]["enum"] == ["auto", "keyword", "semantic", "hybrid", "bm25"]
     assert props["limit"] == {
         "type": "integer",
         "description": props["limit"]["description"],
@@ -104,7 +104,7 @@ BAD_CALLS: list[tuple[Any, str]] = [
     ({"query": "x", "limit": "5"}, "must be a JSON integer, got string"),
     ({"query": "x", "limit": True}, "must be a JSON integer, got boolean"),
     ({"query": "x", "limit": 2.5}, "must be a JSON integer, got number"),
-    ({"query": "x", "mode": "fuzzy"}, "one of semantic, hybrid, keyword"),
+    ({"query": "x", "mode": "fuzzy"}, "one of auto, keyword, semantic, hybrid, bm25"),
     ({"query": 42}, "must be a JSON string"),
     ({"query": "x", "org_id": ["o1"]}, "got array"),
     ("not json", "not JSON"),
@@ -137,7 +137,9 @@ def test_schema_accepts_what_the_tool_accepts(ro: SqliteMemoryStore) -> None:
 
 
 def test_semantic_recall_returns_json_results(ro: SqliteMemoryStore) -> None:
-    out = SemanticRecallTool(ro).run({"query": "what food can't I eat?", "limit": 2})
+    out = SemanticRecallTool(ro).run(
+        {"query": "what food can't I eat?", "limit": 2, "mode": "semantic"}
+    )
     json.dumps(out)  # JSON-ready as is
     assert out["mode"] == "semantic" and out["embedder"] == ro.embedder.model_id  # type: ignore[union-attr]
     top = out["results"][0]
@@ -161,8 +163,14 @@ def test_semantic_without_embedder_is_a_typed_error(data_dir: Path) -> None:
     with SqliteMemoryStore.open(data_dir, passphrase=PASSPHRASE, config=FAST) as s:
         s.append(MemoryEntry(content="hello there"))
         with pytest.raises(NoEmbedderError) as info:
-            SemanticRecallTool(s).run({"query": "hello"})
+            s.recall("hello", mode="semantic")
         assert info.value.hint
+        with pytest.raises(InvalidArgumentError) as bad:
+            SemanticRecallTool(s).run({"query": "hello", "mode": "semantic"})
+        assert "embedder" in bad.value.hint
+        # auto, the default, is keyword without an embedder
+        auto = SemanticRecallTool(s).run({"query": "hello"})
+        assert contents(auto) == ["hello there"] and auto["embedder"] is None
         assert contents(SemanticRecallTool(s).run({"query": "hello", "mode": "keyword"}))
 
 
@@ -248,7 +256,7 @@ def test_document_tools_on_a_real_document_store(
         tools: list[AgentTool] = [ingest, query, delete]
         for t in tools:
             jsonschema.Draft202012Validator.check_schema(t.schema())
-        assert query.schema()["properties"]["mode"]["default"] == "hybrid"
+        assert query.schema()["properties"]["mode"]["default"] == "auto"
         r = ingest.run(
             {
                 "id": "tea",
@@ -265,10 +273,12 @@ def test_document_tools_on_a_real_document_store(
             is False
         )
         hits = query.run({"query": "how hot should the water be for green tea?"})
-        assert hits["results"][0]["id"] == "tea" and hits["mode"] == "hybrid"
+        assert hits["results"][0]["id"] == "tea" and hits["mode"] == "hybrid"  # auto ran hybrid
+        assert set(hits["results"][0]["ranks"]) == {"keyword", "semantic"}
         assert hits["embedder"] == local_embedder.model_id
         kw = query.run({"query": "tyres", "mode": "bm25", "limit": 1})
         assert [h["id"] for h in kw["results"]] == ["bike"] and kw["embedder"] is None
+        assert kw["mode"] == "keyword"  # bm25: the old name of keyword
         with pytest.raises(InvalidArgumentError, match="unknown argument"):
             query.run({"query": "tea", "org_id": "o1"})
         assert delete.run({"id": "tea"}) == {"id": "tea", "deleted": True}
@@ -276,12 +286,12 @@ def test_document_tools_on_a_real_document_store(
         assert [h["id"] for h in query.run({"query": "green tea"})["results"]] == ["bike"]
 
 
-def test_rag_query_without_embedder_offers_bm25_only(data_dir: Path) -> None:
+def test_rag_query_without_embedder_offers_keyword_only(data_dir: Path) -> None:
     with DocumentStore.open(data_dir, passphrase=PASSPHRASE, config=FAST) as docs:
         docs.ingest("d1", "Sourdough needs a lively starter.")
         tool = RagQueryTool(docs)
         mode = tool.schema()["properties"]["mode"]
-        assert mode["enum"] == ["bm25"] and mode["default"] == "bm25"
+        assert mode["enum"] == ["auto", "keyword", "bm25"] and mode["default"] == "auto"
         with pytest.raises(InvalidArgumentError) as info:
             tool.run({"query": "bread", "mode": "semantic"})
         assert "embedder" in info.value.hint

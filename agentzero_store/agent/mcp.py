@@ -127,7 +127,7 @@ class PerCallDocuments:
         ) as store:
             yield store
 
-    def query(self, text: str, limit: int = 5, mode: DocMode = "bm25") -> Sequence[JsonReady]:
+    def query(self, text: str, limit: int = 5, mode: DocMode = "auto") -> Sequence[JsonReady]:
         """Query a fresh read-only view of the documents."""
         with self._open(readonly=True) as store:
             return store.query(text, limit, mode)
@@ -277,7 +277,8 @@ def open_memory(settings: McpSettings, embedder: Embedder | None) -> MemoryScope
 def serve(settings: McpSettings, *, on_ready: Callable[[], None] | None = None) -> None:
     """Serve the store over stdio until the client closes the connection."""
     import anyio
-    from mcp.server.stdio import stdio_server
+
+    from .mcp_wire import json_lines, protocol_stdin
 
     # Builds the embedder object (config errors surface now); its model loads lazily.
     embedder = embedder_from_env(settings.embedder)
@@ -295,8 +296,8 @@ def serve(settings: McpSettings, *, on_ready: Callable[[], None] | None = None) 
         server = make_server(host)
 
         async def run() -> None:
-            with _protocol_stdout() as wire:
-                async with stdio_server(stdout=anyio.wrap_file(wire)) as (read, write):
+            with protocol_stdin() as lines, _protocol_stdout() as wire:
+                async with json_lines(lines, anyio.wrap_file(wire)) as (read, write):
                     if on_ready is not None:
                         on_ready()
                     await server.run(read, write, server.create_initialization_options())

@@ -29,6 +29,7 @@ from ..base.limits import (
     check_text,
     later,
 )
+from ..base.modes import Mode
 from ..embed.vectors import Embedder
 from ..memory.backfill import warn_without_embedder
 from ..memory.records import KINDS, MemoryEntry, Scope, from_us, text_fingerprint, to_us
@@ -81,7 +82,6 @@ if TYPE_CHECKING:
     from .repository import SqliteRepository
 
 Clock = Callable[[], datetime]
-Mode = Literal["auto", "semantic", "keyword", "hybrid"]
 Archived = Literal["exclude", "include", "only"]  # which memories ``memories`` lists
 DAY_US = 86_400 * 1_000_000
 FACT_CONVERSATION = "facts"  # the conversation id of fact and procedure memories
@@ -179,6 +179,13 @@ class AgentMemory:
         aware current time (injected so decay and TTL are testable without sleeping).
         ``namespace``: read and write that shared namespace instead, as ``agent_id``;
         AccessDeniedError unless it owns it or is granted it (checked on every call).
+
+        ``create``: like every embeddable store, the first open of a data dir (or an
+        empty database) creates the store there. ``create=False`` opens an existing
+        store only: a data dir that holds none raises ``StoreNotFoundError`` (with a
+        hint) and creates nothing, so a mistyped path is caught rather than answered
+        from a new, empty store. The ``agentzero`` command always opens with
+        ``create=False`` (``agentzero init`` creates a store).
         """
         for name, v in (("org_id", org_id), ("agent_id", agent_id)):
             ns.check_name(name, v)
@@ -303,6 +310,7 @@ class AgentMemory:
             archived=False,
             about=entities(meta.speaker, meta.speaker_key, meta.about),
             metadata=dict(e.metadata),
+            kind=e.kind,
         )
 
     def _entry(
@@ -694,7 +702,8 @@ class AgentMemory:
     ) -> list[RecallHit]:
         """The ``k`` memories most relevant to ``query`` in this scope, best first.
 
-        ``mode``: ``auto`` (the default with an embedder; keyword without one) fuses
+        ``mode`` (``base.modes``; ``bm25`` is an alias of ``keyword``): ``auto`` (the
+        default; keyword alone without an embedder) fuses
         every signal that tells this query's candidates apart with weighted RRF —
         semantic and keyword search, the turns next to the best hits (temporal spreading
         activation), entities the query names, the asked-for memory type, the time the

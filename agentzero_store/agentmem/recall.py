@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from ..base.errors import InvalidArgumentError
 from ..base.limits import check_limit, check_text
+from ..base.modes import search_mode
 from ..base.ranking import rrf_fuse
 from ..embed.vectors import as_vector
 from ..memory.records import to_us
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 Hydrate = Callable[[Sequence["Row"]], list[Memory]]
 
-MODES = ("auto", "semantic", "keyword", "hybrid")
 SIGNALS = (
     "semantic",
     "keyword",
@@ -92,10 +92,9 @@ class Recaller:
         mem = self._mem
         k = check_limit(k, "k")
         check_text("query", query)
-        if mode is None:
-            mode = "auto" if mem.store.embedder is not None else "keyword"
-        if mode not in MODES:
-            raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        mode = search_mode(mode)
+        if mode == "auto" and mem.store.embedder is None:
+            mode = "keyword"  # the one signal a store without an embedder has to fuse
         override = _weights(weights, mode)
         f = Filter(
             now_us=mem.now_us(),
@@ -294,4 +293,4 @@ class Recaller:
         return self._mem.repo.nearest_exact(qv, pool, f)
 
 
-__all__ = ["MODES", "SIGNALS", "Recaller"]
+__all__ = ["SIGNALS", "Recaller"]

@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args
 
 from ..base.errors import InvalidArgumentError
 from ..base.limits import check_text
+from ..memory.records import Kind
 
 MemoryType = Literal["episodic", "semantic", "procedural"]
 MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
@@ -92,6 +93,7 @@ class Memory:
     # recurring turns; any derived memory or fact): forgetting or erasing one of them
     # takes this one with it. Empty for a memory written as it is.
     sources: tuple[str, ...] = ()
+    kind: Kind = "granted"  # how it came to be remembered (``MemoryEntry.kind``)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (datetimes as ISO 8601)."""
@@ -115,6 +117,7 @@ class Memory:
             "about": list(self.about),
             "metadata": dict(self.metadata),
             "sources": list(self.sources),
+            "kind": self.kind,
         }
 
 

@@ -24,7 +24,7 @@ READ_COLUMNS = (
     "m.label, m.id, m.role, m.content, m.created_at_us, m.conversation_id, m.expires_at_us,"
     " m.metadata, a.type, a.speaker, a.confidence, a.importance, a.salience, a.stability,"
     " a.difficulty, a.last_review_us, a.access_count, a.archived_at_us, a.archive_digest,"
-    " a.speaker_key"
+    " a.speaker_key, m.kind"
 )
 # The layer's columns a new memory row is written with (``RepositoryCore.insert``).
 _NEW_COLUMNS = (

@@ -143,6 +143,7 @@ class ReadRows(SourceRows):
             about=entities(r[9], r[19], about),
             metadata={} if r[7] == "{}" else json.loads(r[7]),
             sources=sources,
+            kind=r[20],
         )
 
     def _filter_sql(self, f: Filter) -> tuple[str, list[Any]]:

@@ -153,7 +153,7 @@ class SkillStore:
         ``overwrite``, a directory where any of the files already exists (checked before
         anything is written). Each file is written atomically, mode 0600: these files
         are plaintext."""
-        target = Path(directory)
+        target = Path(directory).expanduser()
         root = Path(self._mem.store.data_dir).resolve()
         where = target.resolve()
         if where == root or root in where.parents:
@@ -189,7 +189,7 @@ class SkillStore:
         """Save the skill of every ``*.md`` file in ``directory`` (not its subfolders),
         all in one transaction, or none: if any file is malformed (or two files name one
         skill) a ``SkillFileError`` lists every problem as ``file:line: what``."""
-        source = Path(directory)
+        source = Path(directory).expanduser()
         if not source.is_dir():
             raise NotFoundError(f"{source} is not a directory")
         with translate_os_errors("listing", source):

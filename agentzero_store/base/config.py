@@ -48,6 +48,11 @@ class StoreConfig:
     hnsw_ef_construction: int = 200  # HNSW build-time beam width
     hnsw_ef_search_min: int = 16  # query beam width is max(4*k, this)
     hnsw_initial_capacity: int = 1_024  # elements; the index doubles as needed
+    # A thread (watchdog) watches the memory index's directory while the store is open,
+    # so a long-running process rebuilds it at once if it is deleted. The CLI's one-shot
+    # commands turn it off: a watcher started and stopped within a second raced
+    # watchdog's own shutdown (a stray ERROR line on stderr); they see a lost index anyway.
+    watch_indexes: bool = True
     rrf_k: int = 60  # Reciprocal Rank Fusion constant of document queries
     hybrid_candidates_factor: int = 4  # each signal contributes limit * this candidates
     embed_batch_size: int = 64  # texts per embedder call

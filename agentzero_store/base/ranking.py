@@ -1,4 +1,5 @@
-"""Ranking helpers shared by every recall path: exact top-k, FTS5 queries, RRF fusion."""
+"""Ranking helpers shared by every recall path: exact top-k, keyword queries (their
+words, FTS5's syntax), RRF fusion."""
 
 from __future__ import annotations
 
@@ -14,6 +15,23 @@ K = TypeVar("K", bound=Hashable)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+# English stop words: NLTK's list without the words that can carry a question's
+# meaning (after, before, while, during, until, not, no, only, more, most, won, over,
+# up, down, off, out, again, both, same, other, ...); contractions appear as the pieces
+# the tokenizers cut them into ("can't" is "can" and "t"). A keyword query leaves them
+# out: they are in nearly every text, so a match on them alone is no evidence, yet BM25
+# still ranks it, and RRF counts rank, not score: "I like tea" was a keyword hit for
+# "what can't I eat?".
+_STOPWORD_LIST = """
+    a about all am an and any are aren as at be been being but by can couldn d did didn
+    do does doesn doing don each for from had hadn has hasn have haven having he her here
+    hers herself him himself his how i if in into is isn it its itself just ll m ma me
+    mightn mustn my myself needn now o of on or our ours ourselves re s shan she should
+    shouldn so some such t than that the their theirs them themselves then there these
+    they this those to ve was wasn we were weren what when where which who whom why will
+    with wouldn y you your yours yourself yourselves"""
+STOPWORDS = frozenset(_STOPWORD_LIST.split())
+
 
 def exact_top_k(
     matrix: npt.NDArray[np.float32], query: npt.NDArray[np.float32], k: int
@@ -28,15 +46,25 @@ def exact_top_k(
     return [(int(i), float(scores[i])) for i in idx]
 
 
+def keyword_words(text: str) -> list[str]:
+    """The words of ``text`` a keyword query searches for: lowercased, in order, repeats
+    kept, stop words left out (``STOPWORDS``). Empty when the text holds none: a question
+    made only of words like "the" matches nothing, rather than everything."""
+    return [w for w in (m.lower() for m in _WORD.findall(text)) if w not in STOPWORDS]
+
+
+def keyword_text(text: str) -> str:
+    """``text`` reduced to its ``keyword_words``, space-separated (for an analyzer)."""
+    return " ".join(keyword_words(text))
+
+
 def fts5_query(text: str) -> str | None:
-    """An FTS5 MATCH expression that ORs the words of ``text`` (each quoted, so no syntax
-    in user text can break or widen the query). None if there are no words."""
-    words = _WORD.findall(text)
+    """An FTS5 MATCH expression that ORs the ``keyword_words`` of ``text`` (each quoted,
+    so no syntax in user text can break or widen the query). None if there are none."""
+    words = keyword_words(text)
     if not words:
         return None
-    seen: dict[str, None] = {}
-    for w in words:
-        seen.setdefault(w.lower(), None)
+    seen = dict.fromkeys(words)
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in seen)
 
 

@@ -20,14 +20,17 @@ from ..agentmem import AgentMemory
 from ..agentmem.memory import Archived
 from ..base.errors import InvalidArgumentError
 from ..base.limits import MAX_TTL_SECONDS
+from ..base.modes import search_mode
 from ..memory.records import parse_datetime
 from ..pg.store import PgMemoryStore
 from ..storage.lock import acquire_writer
 from . import agent_output as show
 from .common import (
+    MODE_HELP,
     EmbedderOpt,
     JsonOpt,
     cli_command,
+    count_of,
     data_dir,
     emit,
     make_embedder,
@@ -214,7 +217,13 @@ def feedback(
     Only --used strengthens it (it fades more slowly); recall alone never does."""
     with writer(org, agent) as mem:
         m = mem.feedback(memory_id, used=used)
-    emit(m, lambda: show.memories([m]))
+
+    def human() -> None:
+        how = "used: it fades more slowly now" if used else "not used: it is not strengthened"
+        out.print(f"feedback recorded for {m.id}: {how}")
+        show.memories([m])
+
+    emit(m, human)
 
 
 def archive(
@@ -277,7 +286,7 @@ def undo(
     """Bring back what a forget removed (within its undo window)."""
     with writer(org, agent) as mem:
         n = mem.undo(token)
-    emit({"restored": n}, lambda: out.print(f"restored {n} memories"))
+    emit({"restored": n}, lambda: out.print(f"restored {count_of(n)}"))
 
 
 def erase(
@@ -324,7 +333,7 @@ def recall(
     mode: Annotated[
         str | None,
         typer.Option(
-            help="auto | semantic | keyword | hybrid (default: auto; keyword with --embedder none)."
+            help=MODE_HELP + " Default auto: every signal fused (keyword with --embedder none)."
         ),
     ] = None,
     limit: LimitOpt = 5,
@@ -346,16 +355,13 @@ def recall(
 
     Mode auto fuses every signal: meaning, words, neighbouring turns, entities, type,
     confidence and use."""
-    if mode is not None and mode not in ("auto", "semantic", "keyword", "hybrid"):
-        raise InvalidArgumentError(
-            f"--mode must be auto, semantic, keyword or hybrid; got {mode!r}"
-        )
+    how = search_mode(mode)
     when = _as_of(as_of)
-    with open_memory(org, agent, "none" if mode == "keyword" else embedder) as mem:
+    with open_memory(org, agent, "none" if how == "keyword" else embedder) as mem:
         hits = mem.recall(
             query,
             limit,
-            mode=mode,  # type: ignore[arg-type]
+            mode=how,  # type: ignore[arg-type]
             types=type_,
             about=about,
             as_of=when,
@@ -489,10 +495,19 @@ COMMANDS: dict[str, Callable[..., None]] = {
 }
 
 
+AGENT_PANEL = "Agent memory (one agent: --org, --agent)"
+STORE_PANEL = "The memory store beneath (every scope, raw entries)"
+
+
 def register_agent_memory_commands(app: typer.Typer) -> None:
-    """Add the agent memory's commands to the ``memory`` group."""
+    """Add the agent memory's commands to the ``memory`` group, listed first in its help
+    under their own heading; the store's own commands (``cli.memory``) under another,
+    so ``memory --help`` says which layer each command works on."""
+    for info in app.registered_commands:
+        info.rich_help_panel = info.rich_help_panel or STORE_PANEL
     for name, fn in COMMANDS.items():
-        app.command(name)(cli_command(fn))
+        app.command(name, rich_help_panel=AGENT_PANEL)(cli_command(fn))
+    app.registered_commands.sort(key=lambda info: info.rich_help_panel != AGENT_PANEL)
 
 
 __all__ = ["COMMANDS", "open_memory", "register_agent_memory_commands", "writer"]

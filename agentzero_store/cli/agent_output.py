@@ -20,7 +20,7 @@ from ..agentmem import (
     RecallHit,
     WriteResult,
 )
-from .common import STATE, err, out, show_table
+from .common import STATE, count_of, err, out, show_table
 
 
 def _when(t: datetime | None) -> str:
@@ -109,13 +109,13 @@ def forgotten(r: ForgetReceipt) -> None:
     if r.count == 0:
         out.print("nothing matched; nothing was forgotten")
         return
-    out.print(f"forgot {r.count} memories; until {_when(r.recoverable_until)} undo with:")
+    out.print(f"forgot {count_of(r.count)}; until {_when(r.recoverable_until)} undo with:")
     out.print(f"  agentzero memory undo {r.token}")
 
 
 def erased(r: EraseReport) -> None:
     """An erase's report."""
-    out.print(f"erased {r.count} memories for good")
+    out.print(f"erased {count_of(r.count)} for good")
     if r.pending:
         err.print(
             "[yellow]note:[/] another process is reading the store; old pages still hold "

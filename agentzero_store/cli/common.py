@@ -15,7 +15,7 @@ import sys
 import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
@@ -38,6 +38,7 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+MODE_HELP = "auto | keyword | semantic | hybrid (bm25 = keyword)."
 EmbedderOpt = Annotated[
     str | None,
     typer.Option(
@@ -109,7 +110,9 @@ def set_target(data_dir_opt: str | None, database_url: str | None) -> None:
         database_url = database_url or data_dir_opt
         data_dir_opt = None
     STATE.database_url = database_url
-    STATE.data_dir = Path(data_dir_opt) if data_dir_opt is not None else None
+    # expanduser: "--data-dir=~/x" reaches us unexpanded (the shell expands ~ only at
+    # the start of a word)
+    STATE.data_dir = Path(data_dir_opt).expanduser() if data_dir_opt is not None else None
 
 
 _VALUED = frozenset({"--data-dir", "--database-url", "--key-file"})  # the global options
@@ -136,15 +139,23 @@ def make_embedder(name: str | None) -> Embedder | None:
     return embedder_from_env(name)
 
 
-def store_config() -> StoreConfig:
-    """Defaults, but for the BM25 mode in env ``AGENTZERO_BM25_TERMS`` (blinded|sealed)."""
+def store_config(*, serving: bool = False) -> StoreConfig:
+    """Defaults, but for the BM25 mode in env ``AGENTZERO_BM25_TERMS`` (blinded|sealed),
+    and no index watcher thread unless ``serving`` (a long-running command: the one
+    that needs it; see ``StoreConfig.watch_indexes``)."""
     terms = os.environ.get("AGENTZERO_BM25_TERMS")
-    return StoreConfig(bm25_terms=terms) if terms else StoreConfig()
+    config = StoreConfig(bm25_terms=terms) if terms else StoreConfig()
+    return config if serving else replace(config, watch_indexes=False)
 
 
 def store_kwargs() -> dict[str, Any]:
     """Credential arguments for ``*.open``: key file if given; env and TTY prompt otherwise."""
     return {"key_file": STATE.key_file, "config": store_config()}
+
+
+def count_of(n: int, noun: str = "memory", nouns: str = "memories") -> str:
+    """``n`` and the noun in the right number: "1 memory", "0 memories", "2 memories"."""
+    return f"{n} {noun if n == 1 else nouns}"
 
 
 def to_jsonable(value: Any) -> Any:

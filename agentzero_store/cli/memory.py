@@ -16,14 +16,17 @@ from rich.table import Table
 
 from ..base.errors import InvalidArgumentError, NotFoundError
 from ..base.limits import expires_after
+from ..base.modes import search_mode
 from ..memory.records import Kind, MemoryEntry, MemoryHit, Source, parse_datetime
 from ..memory.seam import MemoryStore, supports
 from ..ops.backends import open_memory_store
 from ..storage.lock import acquire_writer
 from .common import (
+    MODE_HELP,
     EmbedderOpt,
     JsonOpt,
     cli_command,
+    count_of,
     data_dir,
     emit,
     make_embedder,
@@ -153,13 +156,16 @@ def append(
 @app.command("import")
 @cli_command
 def import_(
-    path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSONL of entries.")],
+    path: Annotated[Path, typer.Argument(help="JSONL of entries.")],
     batch: Annotated[int, typer.Option(min=1, help="Entries per transaction.")] = 256,
     embedder: EmbedderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Append every entry of a JSON-lines file (fields as in MemoryEntry)."""
     entries: list[MemoryEntry] = []
+    path = path.expanduser()
+    if not path.is_file():
+        raise NotFoundError(f"{path} is not a file", hint="give the path of a JSONL file")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -253,7 +259,9 @@ def recent(
 @cli_command
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
-    mode: Annotated[str, typer.Option(help="semantic | keyword | hybrid")] = "hybrid",
+    mode: Annotated[
+        str, typer.Option(help=MODE_HELP + " Default auto: hybrid (keyword without an embedder).")
+    ] = "auto",
     limit: LimitOpt = 5,
     org: OrgOpt = None,
     agent: AgentOpt = None,
@@ -265,13 +273,12 @@ def search(
 
     Every memory the --org/--agent/--conversation filters match, fused with RRF
     (`memory recall` searches one agent's memory with every signal)."""
-    if mode not in ("semantic", "keyword", "hybrid"):
-        raise InvalidArgumentError(f"--mode must be semantic, keyword or hybrid; got {mode!r}")
-    with _open(embedder if mode != "keyword" else "none") as store:
+    how = search_mode(mode)
+    with _open(embedder if how != "keyword" else "none") as store:
         hits = store.recall(
             query,
             limit,
-            mode=mode,  # type: ignore[arg-type]
+            mode=how,  # type: ignore[arg-type]
             org_id=org,
             agent_id=agent,
             conversation_id=conversation,
@@ -322,7 +329,7 @@ def delete(
         )
     with _open_writer() as store:
         n = store.forget(org_id=org, agent_id=agent, conversation_id=conversation)
-    emit({"deleted": n}, lambda: out.print(f"deleted {n} memories"))
+    emit({"deleted": n}, lambda: out.print(f"deleted {count_of(n)}"))
 
 
 @app.command()
@@ -331,4 +338,7 @@ def gc(json_out: JsonOpt = False) -> None:
     """Delete expired memories."""
     with _open_writer() as store:
         n = store.gc_expired()
-    emit({"deleted": n}, lambda: out.print(f"removed {n} expired memories"))
+    emit(
+        {"deleted": n},
+        lambda: out.print(f"removed {count_of(n, 'expired memory', 'expired memories')}"),
+    )

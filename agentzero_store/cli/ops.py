@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -169,13 +169,30 @@ def verify_cmd(json_out: JsonOpt = False) -> None:
 
 def _print_report(report: VerifyReport) -> None:
     for name, what in report.checked.items():
-        out.print(f"{name}: {what}")
+        out.print(f"{name}: {describe(what)}", markup=False)
     if report.findings:
         t = Table("severity", "file", "where", "problem", "fix")
         for f in report.findings:
             t.add_row(f.severity, f.file, f.where or "", f.problem, f.fix)
         show_table(t)
     out.print("clean" if report.clean else "NOT clean: see the findings above")
+
+
+def describe(value: Any) -> str:
+    """A checked item of a report in words: ``{"seq": 5, "created": True}`` reads
+    ``seq 5, created yes``; nested dicts in parentheses (never a Python repr)."""
+    if isinstance(value, dict):
+        return ", ".join(
+            f"{str(k).replace('_', ' ')} ({describe(v)})"
+            if isinstance(v, dict)
+            else f"{str(k).replace('_', ' ')} {describe(v)}"
+            for k, v in value.items()
+        )
+    if isinstance(value, list | tuple):
+        return ", ".join(describe(v) for v in value) or "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "-" if value is None else str(value)
 
 
 def backup_cmd(

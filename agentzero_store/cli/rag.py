@@ -13,12 +13,14 @@ from rich.table import Table
 from rag.documents import DocInput
 from rag.files import DirReport, ingest_scan, scan_dir
 from rag.folder import MAX_FILE_BYTES
-from rag.query import MODES, DocumentHit
+from rag.query import DocumentHit
 from rag.store import DocumentStore
 
 from ..base.config import Layout
 from ..base.errors import InvalidArgumentError, NotFoundError
+from ..base.modes import search_mode
 from .common import (
+    MODE_HELP,
     STATE,
     EmbedderOpt,
     JsonOpt,
@@ -154,18 +156,17 @@ def _describe(result: Any) -> None:
 def query(
     text: Annotated[str, typer.Argument(help="What to look for.")],
     limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 5,
-    mode: Annotated[str, typer.Option(help="bm25 | semantic | hybrid")] = "bm25",
+    mode: Annotated[str, typer.Option(help=MODE_HELP)] = "auto",
     embedder: EmbedderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Search the documents: BM25, semantic, or hybrid (RRF k=60)."""
-    if mode not in MODES:
-        raise InvalidArgumentError(f"--mode must be one of {', '.join(MODES)}; got {mode!r}")
-    with open_store(embedder if mode != "bm25" else "none", readonly=True) as store:
-        hits = store.query(text, limit, mode)  # type: ignore[arg-type]
+    """Search the documents: by keywords (BM25), meaning, or both (RRF k=60)."""
+    how = search_mode(mode)
+    with open_store(embedder if how != "keyword" else "none", readonly=True) as store:
+        hits = store.query(text, limit, how)  # type: ignore[arg-type]
         with_vectors, chunks = store.vector_coverage()
-        answered_by = store.embedder.model_id if store.embedder and mode != "bm25" else None
-    if mode != "bm25" and with_vectors < chunks:
+        answered_by = store.embedder.model_id if store.embedder and how != "keyword" else None
+    if answered_by and with_vectors < chunks:
         err.print(
             f"[yellow]warning:[/] {chunks - with_vectors} of {chunks} chunks have no "
             f"vectors from {answered_by}; run `agentzero store reembed`"

@@ -7,6 +7,7 @@ are put together.
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from typing import Annotated
@@ -210,7 +211,21 @@ def main() -> None:
     os.umask(0o077)
     setup_logging()
     _mount_rag()
+    one_line_help(app)
     app()
+
+
+def one_line_help(group: typer.Typer) -> None:
+    """Give every command of ``group`` (and of its sub-groups) without a ``short_help``
+    the first paragraph of its docstring on one line: in a group's command list Typer
+    keeps the docstring's own line breaks, which broke the lines mid-sentence."""
+    for info in group.registered_commands:
+        if info.short_help is None:
+            doc = info.help or inspect.getdoc(info.callback) or ""
+            info.short_help = " ".join(doc.split("\n\n")[0].split()) or None
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            one_line_help(sub.typer_instance)
 
 
 def _mount_rag() -> None:

@@ -66,7 +66,7 @@ def ui(
         agent_id=agent or "default",
         pinned=org is not None,  # and so is agent (checked above)
         embedder=make_embedder(embedder),
-        config=store_config(),
+        config=store_config(serving=True),
         verify=lambda tell: verify_store(root, cred, tell).to_dict(),
     )
     inspector = Inspector.open(settings)

@@ -13,7 +13,8 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
-from ..base.errors import InvalidArgumentError
+from ..base.modes import plain_mode
+from ..embed.vectors import Embedder
 from .records import MemoryEntry, MemoryHit, to_us
 from .seam import MemoryRecall, MemoryWrites, RecallMode
 
@@ -23,6 +24,7 @@ class StoreFront(MemoryWrites, MemoryRecall):
     seam's ``MemoryWrites`` and ``MemoryRecall`` written in terms of the backend's own."""
 
     _clock: Callable[[], datetime]
+    embedder: Embedder | None
 
     # The backend's own calls, which everything here is written in, are the seam's
     # (append_many, semantic_recall, keyword_recall, hybrid_recall, embed_query).
@@ -52,23 +54,21 @@ class StoreFront(MemoryWrites, MemoryRecall):
         query_text: str,
         limit: int = 5,
         *,
-        mode: RecallMode = "semantic",
+        mode: RecallMode = "auto",
         org_id: str | None = None,
         agent_id: str | None = None,
         conversation_id: str | None = None,
     ) -> list[MemoryHit]:
-        """Text-only recall in any mode (semantic and hybrid use the store's embedder)."""
-        o, a, c = org_id, agent_id, conversation_id
-        if mode == "keyword":
-            return self.keyword_recall(query_text, limit, org_id=o, agent_id=a, conversation_id=c)
-        if mode == "hybrid":
-            return self.hybrid_recall(
-                query_text, None, limit, org_id=o, agent_id=a, conversation_id=c
-            )
-        if mode == "semantic":
-            q = self.embed_query(query_text)
-            return self.semantic_recall(q, limit, org_id=o, agent_id=a, conversation_id=c)
-        raise InvalidArgumentError(f"mode must be semantic, keyword or hybrid; got {mode!r}")
+        """Text-only recall in any mode of ``base.modes`` (semantic and hybrid use the
+        store's embedder): ``auto``, the default, is hybrid with an embedder and keyword
+        without one."""
+        scope = dict(org_id=org_id, agent_id=agent_id, conversation_id=conversation_id)
+        how = plain_mode(mode, has_embedder=self.embedder is not None)
+        if how == "keyword":
+            return self.keyword_recall(query_text, limit, **scope)
+        if how == "hybrid":
+            return self.hybrid_recall(query_text, None, limit, **scope)
+        return self.semantic_recall(self.embed_query(query_text), limit, **scope)
 
     @property
     def clock(self) -> Callable[[], datetime]:

@@ -33,6 +33,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeGuard, overload
 
 from ..base.config import StoreConfig
+from ..base.modes import Mode
 from ..embed.vectors import Embedder, Vector
 from ..storage.keys import StoreKeys
 from .feed import FeedStore
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from ..storage.sqlcipher import Database
     from .hnsw import MemoryHnsw
 
-RecallMode = Literal["semantic", "keyword", "hybrid"]
+RecallMode = Mode  # the one vocabulary of every search (``base.modes``)
 Capability = Literal["data_dir", "sidecars", "change_feed", "bulk_load"]
 Clock = Callable[[], datetime]
 
@@ -217,12 +218,13 @@ class MemoryRecall(Protocol):
         query_text: str,
         limit: int = 5,
         *,
-        mode: RecallMode = "semantic",
+        mode: RecallMode = "auto",
         org_id: str | None = None,
         agent_id: str | None = None,
         conversation_id: str | None = None,
     ) -> list[MemoryHit]:
-        """Text-only recall in any mode (the store's embedder embeds the query)."""
+        """Text-only recall in any mode of ``base.modes`` (the store's embedder embeds
+        the query; ``auto`` is hybrid with an embedder and keyword without one)."""
         ...
 
     def embed_query(self, text: str) -> Vector:

@@ -193,20 +193,23 @@ class SqliteMemoryStore(StoreFront):
         dir: Path | str | None = None,
         dim: int | None = None,
         *,
-        watch: bool = True,
+        watch: bool | None = None,
         progress: Progress | None = None,
     ) -> OpenReport | None:
         """Serve semantic recall from an HNSW sidecar in ``dir`` (default ``memory.hnsw/``).
 
         Loads the verified checkpoint and replays newer changes, or rebuilds it from the
         database. From then on writes go to SQLCipher (the truth) and then the index.
-        ``watch`` rebuilds in the background if the directory is deleted while open.
+        ``watch`` rebuilds in the background if the directory is deleted while open
+        (None: ``StoreConfig.watch_indexes``).
         Returns what opening did (None until the store holds its first vector).
         """
         from .hnsw import MemoryHnsw
 
         self._live()
         if self._hnsw is None:
+            if watch is None:
+                watch = self.config.watch_indexes
             self._hnsw = MemoryHnsw.attach(self, dir, dim, watch=watch, progress=progress)
         return self._hnsw.open_report
 

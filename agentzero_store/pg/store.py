@@ -701,7 +701,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         """BM25 keyword recall over blinded terms, computed by the server, scoped
         (``k=`` is the deprecated name of ``limit``)."""
         k = positive(result_count(limit, k, "keyword_recall"))
-        terms = self._terms.terms(check_text("query text", query_text))
+        terms = self._terms.query_terms(check_text("query text", query_text))
         scope = Scope(org_id, agent_id, conversation_id)
         now = self._now_us()
         with self._tx() as c:
@@ -728,7 +728,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
             query_vector = self.embed_query(query_text)
         q = self._query_vector(query_vector)
         candidates = limit * self.config.hybrid_candidates_factor
-        terms = self._terms.terms(query_text)
+        terms = self._terms.query_terms(query_text)
         now = self._now_us()
         with self._tx() as c:
             sem = (

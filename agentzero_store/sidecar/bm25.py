@@ -224,7 +224,7 @@ class SealedBm25Index(TantivyBm25):
         return text  # Tantivy runs en_stem itself
 
     def _query_terms(self, text: str) -> list[str]:
-        return self._terms.terms(text)
+        return self._terms.query_terms(text)
 
     def reset(self) -> None:
         """An empty RAM index."""

@@ -119,7 +119,7 @@ class BlindedBm25Index(TantivyBm25):
         return self._terms.text(text)
 
     def _query_terms(self, text: str) -> list[str]:
-        return self._terms.terms(text)
+        return self._terms.query_terms(text)
 
     # ------------------------------------------------------------------ SidecarIndex
     def reset(self) -> None:

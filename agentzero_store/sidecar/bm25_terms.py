@@ -21,6 +21,8 @@ from typing import Any
 
 from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
 
+from ..base.ranking import keyword_text
+
 ANALYZER = "en_stem"
 BLIND_HASH = "blake2b-64-b64url"
 MAX_TOKEN_BYTES = 40  # en_stem drops longer tokens
@@ -54,6 +56,11 @@ class PlainTerms:
         """The analysed terms of ``text``, in order (repeats kept)."""
         out: list[str] = self._analyzer.analyze(text)
         return out
+
+    def query_terms(self, text: str) -> list[str]:
+        """The terms a query for ``text`` searches: its stop words left out
+        (``base.ranking.keyword_words``); the index keeps every word."""
+        return self.terms(keyword_text(text))
 
 
 class BlindTerms:
@@ -104,3 +111,8 @@ class BlindTerms:
     def terms(self, text: str) -> list[str]:
         """The blinded terms of ``text``, in order (repeats kept)."""
         return self.text(text).split()
+
+    def query_terms(self, text: str) -> list[str]:
+        """The blinded terms a query for ``text`` searches: its stop words left out
+        (``base.ranking.keyword_words``); the index keeps every word."""
+        return self.terms(keyword_text(text))

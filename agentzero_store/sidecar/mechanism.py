@@ -137,20 +137,24 @@ class Sidecar(Generic[P]):
             return self.opened
 
     def rebuild(self, progress: Progress | None = None, *, reason: str = "requested") -> None:
-        """Rebuild the index from the source, then checkpoint it (I/O errors raise)."""
+        """Rebuild the index from the source, then checkpoint it (I/O errors raise). Asked
+        for (``agentzero store rebuild``, a compaction), so logged as information."""
         with self.lock:
-            self._rebuild(progress, reason)
+            self._rebuild(progress, reason, asked=True)
             self.checkpoint(force=True)
 
-    def _rebuild(self, progress: Progress | None, reason: str, *, warn: bool = False) -> None:
+    def _rebuild(
+        self, progress: Progress | None, reason: str, *, warn: bool = False, asked: bool = False
+    ) -> None:
         with self.lock:
-            # A first build is routine; replacing a checkpoint that exists, or an index
-            # that broke under a running process (``warn``), is worth a warning.
+            # A first build, or one the caller asked for, is routine; replacing a
+            # checkpoint that exists on our own, or an index that broke under a running
+            # process (``warn``), is worth a warning.
             try:
                 fresh = all(p.name == LOCK for p in self.directory.iterdir())
             except OSError:
                 fresh = True  # no directory (yet, or deleted under us)
-            level = logging.INFO if fresh and not warn else logging.WARNING
+            level = logging.INFO if (fresh or asked) and not warn else logging.WARNING
             log.log(
                 level, "rebuilding the %s index in %s: %s", self.index.kind, self.directory, reason
             )

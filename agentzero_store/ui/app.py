@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from importlib import resources
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -36,7 +36,7 @@ from ..base.errors import (
     NotFoundError,
 )
 from ..memory.records import KINDS, parse_datetime
-from .inspector import DOC_MODES, MODES, Inspector, Selector
+from .inspector import MODES, Inspector, Selector
 from .security import Gate, Secrets
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -55,6 +55,10 @@ def _environment() -> jinja2.Environment:
     env.filters["pct"] = lambda r: f"{100 * r:.0f}%"
     env.filters["num"] = lambda x, n=2: f"{x:.{n}f}"
     env.filters["qs"] = lambda d: urlencode({k: v for k, v in d.items() if v not in (None, "")})
+    # An id in a link's path, "/" included: a document's id is its path in the folder it
+    # came from ("travel/lisbon.md"); a raw "/" would split it (and "a/../b" would be
+    # resolved away by the browser). The routes take the rest of the path (":path").
+    env.filters["seg"] = lambda s: quote(str(s), safe="")
     return env
 
 
@@ -210,9 +214,9 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
     def documents(request: Request) -> HTMLResponse:
         q = request.query_params
         query = q.get("q", "").strip()
-        mode = q.get("mode") or "bm25"
+        mode = q.get("mode") or "auto"
         hits = inspector.search_documents(query, mode, _int(q.get("k"), 10)) if query else []
-        return page(request, "documents.html", query=query, mode=mode, modes=DOC_MODES, hits=hits)
+        return page(request, "documents.html", query=query, mode=mode, modes=MODES, hits=hits)
 
     def document(request: Request) -> HTMLResponse:
         doc = inspector.document(request.path_params["doc_id"])
@@ -317,7 +321,7 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
             )
         else:
             raise NotFoundError(f"no job {name!r}")
-        return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+        return RedirectResponse(f"/jobs/{quote(job_id, safe='')}", status_code=303)
 
     # -------------------------------------------------------------- errors
     async def store_error(request: Request, exc: Exception) -> Response:
@@ -339,14 +343,14 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
     routes = [
         Route("/", timeline),
         Route("/search", search),
-        Route("/memory/{memory_id}", memory),
+        Route("/memory/{memory_id:path}", memory),
         Route("/facts", facts),
-        Route("/facts/{fact_id}", fact),
+        Route("/facts/{fact_id:path}", fact),
         Route("/decay", decay),
         Route("/graph", entity_graph),
         Route("/namespaces", namespaces),
         Route("/documents", documents),
-        Route("/documents/{doc_id}", document),
+        Route("/documents/{doc_id:path}", document),
         Route("/health", health),
         Route("/jobs/{job_id}.json", job_json),  # before the page's route, which would match
         Route("/jobs/{job_id}", job),

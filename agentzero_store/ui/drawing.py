@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from ..agentmem.records import Edge
 
@@ -105,7 +105,11 @@ def graph(
         x, y = cx + radius * math.cos(angle), cy + radius * math.sin(angle)
         entity = other.startswith("entity:")
         text = other.removeprefix("entity:") if entity else label(other)
-        link = f"/graph?{urlencode({'entity': text})}" if entity else f"/memory/{other}"
+        link = (
+            f"/graph?{urlencode({'entity': text})}"
+            if entity
+            else f"/memory/{quote(other, safe='')}"
+        )
         nodes.append(Node(other, short(text), x, y, "entity" if entity else "memory", link))
         e = best[other]
         lines.append(Line(cx, cy, x, y, e.type, e.confidence, 1.0 + 4.0 * e.confidence))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..agentmem import AgentMemory
-from ..agentmem.memory import Archived, Mode
+from ..agentmem.memory import Archived
 from ..agentmem.records import (
     Edge,
     Fact,
@@ -28,6 +28,7 @@ from ..agentmem.records import (
 )
 from ..base.config import Layout, StoreConfig
 from ..base.errors import AccessDeniedError, InvalidArgumentError, NotFoundError
+from ..base.modes import MODES, Mode, search_mode
 from ..embed.vectors import Embedder
 from ..storage.backup_log import last_backup
 from ..storage.credentials import Credential
@@ -37,8 +38,6 @@ from .jobs import Jobs, Tell
 
 PAGE = 25  # memories per timeline page
 ENTITY_NODES = 60  # memories an entity's graph draws at most (the newest)
-MODES: tuple[str, ...] = ("auto", "semantic", "keyword", "hybrid")
-DOC_MODES: tuple[str, ...] = ("bm25", "semantic", "hybrid")
 Selector = Literal["id", "conversation_id", "about"]
 
 
@@ -212,9 +211,7 @@ class Inspector:
     ) -> list[RecallHit]:
         """Recall with ``explain``: each hit's rank, weight and share per signal. Mode
         ``""``: the memory's default (auto with an embedder, keyword without one)."""
-        if mode and mode not in MODES:
-            raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-        m: Mode | None = mode or None  # type: ignore[assignment]
+        m: Mode = search_mode(mode or None)  # type: ignore[assignment]
         with self._reading() as mem:
             return mem.recall(
                 query, k, mode=m, types=type_, include_archived=include_archived, explain=True
@@ -375,10 +372,9 @@ class Inspector:
 
     def search_documents(self, query: str, mode: str, k: int) -> list[Any] | None:
         """Document hits (each with its best chunk), or None when there are no documents."""
-        if mode not in DOC_MODES:
-            raise InvalidArgumentError(f"mode must be one of {', '.join(DOC_MODES)}")
+        m: Mode = search_mode(mode or None)  # type: ignore[assignment]
         with self._documents() as docs:
-            return None if docs is None else list(docs.query(query, k, mode))
+            return None if docs is None else list(docs.query(query, k, m))
 
     def document(self, doc_id: str) -> Any:
         """One document's live version."""
@@ -407,4 +403,4 @@ class Inspector:
         return self.jobs.start("consolidate", work).id
 
 
-__all__ = ["DOC_MODES", "MODES", "PAGE", "FactChain", "Inspector", "MemoryView", "Settings"]
+__all__ = ["MODES", "PAGE", "FactChain", "Inspector", "MemoryView", "Settings"]

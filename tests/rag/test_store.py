@@ -126,7 +126,7 @@ def test_semantic_and_hybrid_with_the_local_model(
         assert s.query("my heating has lost pressure", 1, "semantic")[0].id == "boiler-manual.md"
         assert s.query("hot spring inn in Japan", 1, "semantic")[0].id == "travel/kyoto.md"
         hyb = s.query("feeding the starter", 2, "hybrid")
-        assert hyb[0].id == "sourdough.txt" and set(hyb[0].ranks) == {"bm25", "semantic"}
+        assert hyb[0].id == "sourdough.txt" and set(hyb[0].ranks) == {"keyword", "semantic"}
         assert s.vector_coverage() == (4, 4)
     # The vectors live in the sealed log: losing the HNSW sidecar costs no re-embedding.
     shutil.rmtree(data_dir / "rag" / "index.jsonl.hnsw")

@@ -3,19 +3,21 @@ decay curves, the graph, documents, health and the polled background jobs."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from agentzero_store import MemoryEntry
 from agentzero_store.memory.records import KINDS
-from tests.conftest import PASSPHRASE
+from tests.conftest import FAST, PASSPHRASE
 
-from .conftest import NEEDLE, Served, csrf_of
+from .conftest import NEEDLE, Served, csrf_of, seed, serving
 
 
 def test_timeline_pages_and_filters(served: Served, client: httpx.Client) -> None:
@@ -124,6 +126,35 @@ def test_documents_search_and_best_chunk(served: Served, client: httpx.Client) -
     best = re.search(r'<mark id="best-chunk">(.*?)</mark>', doc, re.S)
     assert best is not None and "herons" in best.group(1).lower()
     assert client.get("/documents/none-such").status_code == 404
+
+
+SUBFOLDER_IDS = ("travel/lisbon.md", "notes/a b?c#d%e.md", "x/../y.md")
+
+
+def test_documents_from_subfolders_open_by_link_and_by_either_spelling(
+    data_dir: Path,
+) -> None:
+    ids = seed(data_dir)
+    from rag.store import DocumentStore
+
+    with DocumentStore.open(data_dir, passphrase=PASSPHRASE, config=FAST, create=False) as docs:
+        for i, doc_id in enumerate(SUBFOLDER_IDS):
+            docs.ingest(doc_id, f"Pelican sightings, note {i}.", title=f"Pelicans {i}")
+    with serving(data_dir, ids) as served:
+        client = served.client()
+        page = client.get("/documents", params={"q": "pelican sightings"}).text
+        for i, doc_id in enumerate(SUBFOLDER_IDS):
+            link = re.search(rf'<a href="(/documents/[^"]+)">Pelicans {i}</a>', page)
+            assert link is not None, doc_id
+            got = client.get(html.unescape(link.group(1)))
+            assert got.status_code == 200 and f"note {i}." in got.text, doc_id
+            assert f"<code>{html.escape(doc_id)}</code>" in got.text
+            encoded = client.get("/documents/" + quote(doc_id, safe=""))
+            assert encoded.status_code == 200 and f"note {i}." in encoded.text, doc_id
+        plain = client.get("/documents/travel/lisbon.md")  # as typed, "/" unescaped
+        assert plain.status_code == 200 and "note 0." in plain.text
+        assert client.get("/documents/travel/none-such.md").status_code == 404
+        client.close()
 
 
 def _finish(client: httpx.Client, job_url: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from ...base.errors import AgentZeroStoreError, InvalidArgumentError
 from ...base.limits import check_name, check_text
+from ...base.modes import ACCEPTED, plain_mode
 from ...embed.vectors import Embedder
 
 JsonType = Literal["string", "integer", "number", "boolean", "object", "array"]
@@ -298,10 +299,27 @@ class AgentTool:
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-def search_args(
-    what: str, max_limit: int, modes: tuple[str, ...], default_mode: str, mode_help: str
-) -> tuple[Arg, Arg, Arg]:
-    """The ``query``, ``limit`` and ``mode`` arguments every search tool takes."""
+def mode_arg(semantic: bool, auto: str) -> Arg:
+    """The ``mode`` argument of every search tool: the modes of ``base.modes`` (``bm25``
+    kept as the old name of ``keyword``), ``auto`` by default; without an embedder
+    (``semantic`` False) only ``auto`` and ``keyword``. ``auto``: what auto does here."""
+    modes = ACCEPTED if semantic else ("auto", "keyword", "bm25")
+    return Arg(
+        "mode",
+        "string",
+        f"auto ({auto}), keyword (exact words, BM25; bm25 is the same), semantic (meaning) "
+        "or hybrid (those two fused)."
+        if semantic
+        else "auto or keyword (exact words, BM25; bm25 is the same): without an embedder, "
+        "searching by meaning is not offered.",
+        default="auto",
+        enum=modes,
+    )
+
+
+def search_args(what: str, max_limit: int, semantic: bool, auto: str) -> tuple[Arg, Arg, Arg]:
+    """The ``query``, ``limit`` and ``mode`` (``mode_arg``) arguments every search tool
+    takes."""
     return (
         Arg(
             "query", "string", "What to look for, in plain words.", required=True, max_length=4_096
@@ -314,18 +332,19 @@ def search_args(
             minimum=1,
             maximum=max_limit,
         ),
-        Arg("mode", "string", mode_help, default=default_mode, enum=modes),
+        mode_arg(semantic, auto),
     )
 
 
-def search_result(
-    results: list[Result], mode: str, embedder: Embedder | None, *, lexical: str
-) -> Result:
-    """A search tool's answer: results, the mode, and which embedder answered (if any)."""
+def search_result(results: list[Result], mode: str, embedder: Embedder | None) -> Result:
+    """A search tool's answer over a memory or document store: results, the mode that
+    ran (``auto`` resolved: ``base.modes.plain_mode``) and which embedder answered (None
+    when none took part)."""
+    mode = plain_mode(mode, has_embedder=embedder is not None)
     return {
         "results": results,
         "mode": mode,
-        "embedder": embedder.model_id if embedder is not None and mode != lexical else None,
+        "embedder": embedder.model_id if embedder is not None and mode != "keyword" else None,
     }
 
 

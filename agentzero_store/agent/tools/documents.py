@@ -7,18 +7,20 @@ The engine never imports ``rag``: these tools take any object shaped like
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from ...base.modes import Mode
 from ...embed.vectors import Embedder
 from .base import AgentTool, Arg, Result, search_args, search_result
 
-DocMode = Literal["bm25", "semantic", "hybrid"]
+DocMode = Mode
 
 QUERY_DESCRIPTION = (
     "Search the user's ingested documents (notes, files, manuals). Returns the best "
     "documents, best first, each with its id, title, the best-matching passage (text, with "
-    "start/end character offsets), score and per-signal ranks. mode: 'bm25' (keywords), "
-    "'semantic' (meaning) or 'hybrid' (both, fused)."
+    "start/end character offsets), score and per-signal ranks. mode: 'auto' (the "
+    "default: hybrid when an embedder is configured, else keyword), 'keyword' (exact "
+    "words, BM25), 'semantic' (meaning) or 'hybrid' (both, fused)."
 )
 INGEST_DESCRIPTION = (
     "Store a document (or replace the document with the same id) in the encrypted "
@@ -43,7 +45,7 @@ class Documents(Protocol):
         """The embedder for semantic and hybrid queries, or None."""
         ...
 
-    def query(self, text: str, limit: int = 5, mode: DocMode = "bm25") -> Sequence[JsonReady]:
+    def query(self, text: str, limit: int = 5, mode: DocMode = "auto") -> Sequence[JsonReady]:
         """The best documents for ``text``."""
         ...
 
@@ -67,8 +69,8 @@ class Documents(Protocol):
 class RagQueryTool(AgentTool):
     """Query the document store: ``{"query": str, "limit": int = 5, "mode": ...}``.
 
-    The default mode is ``hybrid`` when the store has an embedder, else ``bm25`` (then the
-    only mode offered).
+    The default mode is ``auto``: ``hybrid`` when the store has an embedder, else
+    ``keyword`` (then the only other mode offered).
     """
 
     def __init__(self, store: Documents, *, name: str = "rag_query", max_limit: int = 20):
@@ -76,22 +78,11 @@ class RagQueryTool(AgentTool):
         self.name = name
         self.description = QUERY_DESCRIPTION
         semantic = store.embedder is not None
-        modes: tuple[str, ...] = ("bm25", "semantic", "hybrid") if semantic else ("bm25",)
-        self.args = search_args(
-            "documents",
-            max_limit,
-            modes,
-            "hybrid" if semantic else "bm25",
-            "bm25 (keywords), semantic (meaning) or hybrid (both)"
-            if semantic
-            else "bm25 (keywords); semantic modes need an embedder, and none is configured",
-        )
+        self.args = search_args("documents", max_limit, semantic, "hybrid here")
 
     def _run(self, a: dict[str, Any]) -> Result:
         hits = self.store.query(a["query"], a["limit"], a["mode"])
-        return search_result(
-            [h.to_dict() for h in hits], a["mode"], self.store.embedder, lexical="bm25"
-        )
+        return search_result([h.to_dict() for h in hits], a["mode"], self.store.embedder)
 
 
 class RagIngestTool(AgentTool):

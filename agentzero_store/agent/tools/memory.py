@@ -19,8 +19,9 @@ RECALL_DESCRIPTION = (
     "Use it before answering when the user refers to something said before, to their "
     "preferences or facts about them, or to past decisions. Returns the best-matching "
     "memories, best first, each with its id, role, content, created_at, score and the "
-    "rank it got from each search signal. mode: 'semantic' (by meaning, the default), "
-    "'keyword' (exact words, BM25) or 'hybrid' (both, fused; best for names and rare terms)."
+    "rank it got from each search signal. mode: 'auto' (the default: hybrid when an "
+    "embedder is configured, else keyword), 'semantic' (by meaning), 'keyword' (exact "
+    "words, BM25) or 'hybrid' (both, fused; best for names and rare terms)."
 )
 APPEND_DESCRIPTION = (
     "Save one memory (a fact, preference, decision or message worth recalling later) to "
@@ -51,7 +52,7 @@ def hit_json(hit: MemoryHit) -> Result:
 class SemanticRecallTool(AgentTool):
     """Recall memories by meaning, keywords or both, within a (possibly pinned) scope.
 
-    Input ``{"query": str, "limit": int = 5, "mode": "semantic"|"hybrid"|"keyword",
+    Input ``{"query": str, "limit": int = 5, "mode": "auto"|"semantic"|"hybrid"|"keyword",
     "org_id"?, "agent_id"?, "conversation_id"?}``; output ``{"results": [...], "mode",
     "embedder"}``. With ``org_id``/``agent_id`` given here, calls can only read that
     tenant: another value raises ``ScopeViolationError``.
@@ -70,13 +71,7 @@ class SemanticRecallTool(AgentTool):
         self.name = name
         self.description = RECALL_DESCRIPTION
         self.args = (
-            *search_args(
-                "memories",
-                max_limit,
-                ("semantic", "hybrid", "keyword"),
-                "semantic",
-                "semantic (meaning), keyword (exact words) or hybrid (both).",
-            ),
+            *search_args("memories", max_limit, store.embedder is not None, "hybrid here"),
             *scope_args(org_id, agent_id),
         )
 
@@ -89,9 +84,7 @@ class SemanticRecallTool(AgentTool):
             agent_id=a["agent_id"],
             conversation_id=a["conversation_id"],
         )
-        return search_result(
-            [hit_json(h) for h in hits], a["mode"], self.store.embedder, lexical="keyword"
-        )
+        return search_result([hit_json(h) for h in hits], a["mode"], self.store.embedder)
 
 
 class MemoryAppendTool(AgentTool):

@@ -6,8 +6,9 @@ from typing import Any
 
 from ...agentmem import AgentMemory
 from ...base.errors import InvalidArgumentError
+from ...base.modes import search_mode
 from ...memory.records import KINDS, parse_datetime
-from .base import Arg, Result
+from .base import Arg, Result, mode_arg
 from .memory_scopes import (
     MemoryScopes,
     ScopedTool,
@@ -25,7 +26,7 @@ RECALL_DESCRIPTION = (
     "preferences, to facts about them or their work, or to a past decision. Results come "
     "best first, each with id, type, content, created_at, confidence, score and its rank "
     "per search signal; use an id with memory_feedback, memory_archive or memory_forget. "
-    "mode 'auto' (the default when an embedder is configured) combines meaning, exact "
+    "mode 'auto' (the default; keyword alone without an embedder) combines meaning, exact "
     "words, neighbouring turns, named entities and memory type; 'keyword' finds exact "
     "words (names, codes); 'semantic' matches meaning only. Narrow with types (e.g. "
     '["semantic"] for facts only) or about (e.g. ["Ana"]); as_of (ISO 8601, e.g. '
@@ -52,7 +53,6 @@ class AgentRecallTool(ScopedTool):
         max_limit: int = 50,
     ) -> None:
         scopes = as_scopes(memory)
-        modes = ("auto", "keyword", "semantic", "hybrid") if scopes.embedder_id else ("keyword",)
         super().__init__(
             scopes,
             name,
@@ -71,14 +71,7 @@ class AgentRecallTool(ScopedTool):
                 minimum=1,
                 maximum=max_limit,
             ),
-            Arg(
-                "mode",
-                "string",
-                "auto (every signal fused), keyword (exact words), semantic (meaning) or "
-                "hybrid (those two). Without an embedder only keyword is offered.",
-                default=modes[0],
-                enum=modes,
-            ),
+            mode_arg(scopes.embedder_id is not None, "every signal fused"),
             types_arg("memories"),
             about_arg("the memories must be about (any of them)"),
             Arg(
@@ -123,10 +116,13 @@ class AgentRecallTool(ScopedTool):
             include_archived=a["include_archived"],
             explain=a["explain"],
         )
+        mode = search_mode(a["mode"])
+        if self.scopes.embedder_id is None:
+            mode = "keyword"  # what auto is without an embedder (the mode that ran)
         return {
             "results": [hit_json(h) for h in hits],
-            "mode": a["mode"],
-            "embedder": self.scopes.embedder_id if a["mode"] != "keyword" else None,
+            "mode": mode,
+            "embedder": self.scopes.embedder_id if mode != "keyword" else None,
         }
 
 

@@ -96,6 +96,7 @@ def memory_json(m: Memory) -> Result:
         "confidence": m.confidence,
         "about": list(m.about),
         "archived": m.archived,
+        "kind": m.kind,
     }
 
 

@@ -441,6 +441,7 @@ class PgRepositoryCore:
             about=entities(speaker, None if speaker is None else entity_key(speaker), about),
             metadata=dict(e.metadata),
             sources=sources,
+            kind=e.kind,
         )
 
     def _filter_sql(self, f: Filter) -> tuple[str, list[Any]]:
@@ -478,7 +479,7 @@ class PgRepositoryCore:
     # BM25 over the blinded terms (``pg.recall.keyword_scored``), scored within the scope.
     # Scores are returned negated, as FTS5's are (lower is better).
     def _keyword(self, query_text: str, k: int, f: Filter, filtered: bool) -> list[int]:
-        terms = self._store.blind_terms.terms(query_text)
+        terms = self._store.blind_terms.query_terms(query_text)
         if not terms:
             return []
         if not filtered:
@@ -522,7 +523,7 @@ class PgRepositoryCore:
     def keyword_scores(self, query_text: str, labels: Sequence[int]) -> dict[int, float]:
         """The BM25 score (negated: lower is better, as FTS5's) of each of ``labels`` that
         matches ``query_text`` in this scope."""
-        terms = self._store.blind_terms.terms(query_text)
+        terms = self._store.blind_terms.query_terms(query_text)
         if not terms or not labels:
             return {}
         wanted = {int(x) for x in labels}
