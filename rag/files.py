@@ -182,9 +182,7 @@ def ingest_scan(
     )
 
 
-def _ingest(
-    store: Ingests, docs: list[DocInput]
-) -> tuple[list[IngestResult], list[FileIssue]]:
+def _ingest(store: Ingests, docs: list[DocInput]) -> tuple[list[IngestResult], list[FileIssue]]:
     """``ingest_many``; a batch the store refuses is halved until the refused files are found.
 
     The store checks every document of a batch (e.g. its chunk count) before it writes

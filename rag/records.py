@@ -113,15 +113,23 @@ class ChunkVectors:
 
     def to_json(self) -> dict[str, Any]:
         """Explicit serialisation (base64 of the float32 bytes)."""
-        return {"model": self.model, "dim": self.dim, "chunking": self.chunking,
-                "data": base64.b64encode(self.data).decode("ascii")}
+        return {
+            "model": self.model,
+            "dim": self.dim,
+            "chunking": self.chunking,
+            "data": base64.b64encode(self.data).decode("ascii"),
+        }
 
     @classmethod
     def from_json(cls, obj: Any) -> ChunkVectors:
         """Inverse of ``to_json``; raises ``PayloadError`` when malformed."""
         try:
-            return cls(str(obj["model"]), int(obj["dim"]), str(obj["chunking"]),
-                       base64.b64decode(obj["data"], validate=True))
+            return cls(
+                str(obj["model"]),
+                int(obj["dim"]),
+                str(obj["chunking"]),
+                base64.b64decode(obj["data"], validate=True),
+            )
         except (KeyError, TypeError, ValueError, InvalidArgumentError) as exc:
             raise PayloadError(f"malformed chunk vectors: {exc}") from exc
 
