@@ -9,6 +9,7 @@ matches whole segments only.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -66,6 +67,19 @@ def check_segment(seg: Any, what: str = "namespace") -> str:
 
 def check_namespace(ns: Any, *, allow_empty: bool = False, what: str = "namespace") -> Namespace:
     """A namespace: a tuple (or list) of strings, non-empty unless ``allow_empty``."""
+    if type(ns) is tuple and all(type(s) is str for s in ns):
+        # Memoized for plain tuples of str (hashable, immutable): every read and write
+        # checks its namespace, mostly the same few; a refused one is never memoized.
+        return _checked_tuple(ns, allow_empty, what)
+    return _check_namespace(ns, allow_empty, what)
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked_tuple(ns: tuple[str, ...], allow_empty: bool, what: str) -> Namespace:
+    return _check_namespace(ns, allow_empty, what)
+
+
+def _check_namespace(ns: Any, allow_empty: bool, what: str) -> Namespace:
     if isinstance(ns, str) or not isinstance(ns, Sequence):
         raise InvalidArgumentError(
             f"{what} must be a tuple of strings, got {type(ns).__name__}",

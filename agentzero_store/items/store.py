@@ -14,6 +14,7 @@ store, a LangChain vector store, a checkpointer): each sees only its own.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -144,6 +145,8 @@ class ItemStore:
             raise StoreClosedError(
                 "the item store is closed", hint="open it again with ItemStore.open(...)"
             )
+        if self._clock is _utcnow:  # the usual clock, without building a datetime
+            return time.time_ns() // 1000
         return to_us(self._clock())
 
     # ------------------------------------------------------------------ writes

@@ -19,6 +19,7 @@ from agentzero_store.agentmem.fsrs import (
     retrievability,
     salience,
     stability_after_recall,
+    text_salience,
 )
 from agentzero_store.base.errors import InvalidArgumentError
 
@@ -302,3 +303,33 @@ def test_retrievability_many_is_the_scalar_definition_per_memory() -> None:
     for i in range(5):
         one = retrievability(elapsed[i], effective_stability(stability[i], salience[i], 1.0))
         assert many[i] == pytest.approx(one, rel=1e-12)
+
+
+@settings(max_examples=200)
+@given(text=st.text(max_size=80), importance=unit)
+def test_text_salience_memo_returns_the_computed_value(text: str, importance: float) -> None:
+    """The memo is invisible: the first call and every later one (served from the memo)
+    equal ``salience`` at neutral novelty."""
+    expected = salience(text, importance=importance, novelty=0.5).total
+    assert text_salience(text, importance) == expected
+    assert text_salience(text, importance) == expected
+
+
+def test_text_salience_memo_is_keyed_by_importance_and_bounded() -> None:
+    """Same text, other importance: another value, not the memoized one; the memo never
+    grows past its bound, nor keeps the text itself; bad arguments are refused even
+    for a memoized text."""
+    from agentzero_store.agentmem import fsrs
+
+    text = "On Monday Alice said the launch moved to 3 March!"
+    low, high = text_salience(text, 0.0), text_salience(text, 1.0)
+    assert high - low == pytest.approx(0.3)
+    for i in range(fsrs._SALIENCE_MEMO_SIZE + 50):
+        text_salience(f"turn {i}", 0.5)
+    assert len(fsrs._SALIENCE_MEMO) == fsrs._SALIENCE_MEMO_SIZE
+    assert all(isinstance(k[0], bytes) and len(k[0]) == 16 for k in fsrs._SALIENCE_MEMO)
+    text_salience(text, 0.5)
+    with pytest.raises(InvalidArgumentError):
+        text_salience(text, math.nan)
+    with pytest.raises(InvalidArgumentError):
+        text_salience(b"bytes", 0.5)  # type: ignore[arg-type]

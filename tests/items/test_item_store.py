@@ -355,3 +355,16 @@ def test_two_handles_on_one_data_dir(data_dir: Path, items: ItemStore) -> None:
         second.put(("x",), "2", {"from": 2})
         assert {i.key for i in items.scan(("x",))} == {"1", "2"}
         assert {i.key for i in second.scan(("x",))} == {"1", "2"}
+
+
+def test_namespace_checks_hold_for_repeated_tuples(items: ItemStore) -> None:
+    """Valid tuple namespaces are memoized: a refused one is refused every time, and
+    the same namespace as a tuple or a list reads the same items."""
+    for _ in range(2):
+        with pytest.raises(InvalidArgumentError, match="NUL"):
+            items.put(("a", "b\x00"), "k", {})
+        with pytest.raises(InvalidArgumentError, match="empty"):
+            items.put((), "k", {})
+    items.put(("a", "b"), "k", {"v": 1})
+    assert items.get(("a", "b"), "k") == items.get(["a", "b"], "k")
+    assert [i.namespace for i in items.scan(("a", "b"), exact=True)] == [("a", "b")]

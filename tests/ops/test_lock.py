@@ -146,3 +146,50 @@ def test_cli_writers_wait_readers_pass(store_dir: Path) -> None:
         store_dir, "memory", "append", "now free", "--json", passphrase=PASSPHRASE, env=env
     )
     assert js(ok)["id"]
+
+
+def _locked_elsewhere(root: Path) -> bool:
+    code = (
+        "import sys; from agentzero_store.storage.lock import acquire_writer as a; "
+        "a(sys.argv[1], timeout=0)"
+    )
+    busy = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True)
+    return busy.returncode != 0 and b"StoreLockedError" in busy.stderr
+
+
+def test_a_kept_descriptor_is_not_used_for_a_new_lock_file(store_dir: Path) -> None:
+    """The file stays open between writes; if the path names another file by the next
+    write (the old one unlinked, the data dir made anew), the new file is locked, not
+    the old inode that nobody else can see."""
+    with writer_lock(store_dir, timeout=0):
+        pass
+    (store_dir / "writer.lock").unlink()
+    with writer_lock(store_dir, timeout=0):
+        assert lock_holder(store_dir)["pid"] == os.getpid()  # type: ignore[index]
+        assert _locked_elsewhere(store_dir)
+    assert not _locked_elsewhere(store_dir)
+
+
+def test_a_forked_child_never_shares_the_parents_lock(store_dir: Path) -> None:
+    """A child forked while the parent keeps the file open between writes opens its
+    own: a flock on the inherited open file would be the parent's lock (two writers)."""
+    with writer_lock(store_dir, timeout=0):
+        pass  # the descriptor is now kept, unlocked
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: wait until the parent holds the lock, then try to take it
+        code = 1
+        try:
+            os.read(ready_r, 1)
+            try:
+                acquire_writer(store_dir, timeout=0).release()
+            except StoreLockedError:
+                code = 0
+        finally:
+            os._exit(code)
+    os.close(ready_r)
+    with writer_lock(store_dir, timeout=0):
+        os.write(ready_w, b"x")
+        _, status = os.waitpid(pid, 0)
+    os.close(ready_w)
+    assert os.waitstatus_to_exitcode(status) == 0
