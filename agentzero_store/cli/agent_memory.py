@@ -24,6 +24,7 @@ from ..memory.records import parse_datetime
 from ..pg.store import PgMemoryStore
 from ..storage.lock import acquire_writer
 from . import agent_output as show
+from .agent_extract import extract
 from .common import (
     EmbedderOpt,
     JsonOpt,
@@ -483,6 +484,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "undo": undo,
     "erase": erase,
     "consolidate": consolidate,
+    "extract": extract,
     "pin": pin,
     "unpin": unpin,
     "context": context,
