@@ -105,3 +105,20 @@ def test_background_extraction_after_add_turns_and_at_consolidate(
         assert len(mem.facts(subject="Ana")) == 1
         mem.consolidate()
         assert {f.object for f in mem.facts(subject="Ana")} == {"Acme", "peanuts"}
+
+
+def test_the_memory_extract_tool(data_dir: Path, clock: Clock) -> None:
+    from agentzero_store.tools import agent_memory_tools
+
+    with open_memory(data_dir, clock) as mem:
+        t = mem.add_turn("c1", "user", "Call me Sammy. I work as a nurse.")
+        (tool,) = [x for x in agent_memory_tools(mem) if x.name == "memory_extract"]
+        dry = tool.run({"conversation_id": "c1", "dry_run": True})
+        assert {(f["predicate"], f["object"]) for f in dry["facts"]} == {
+            ("is_called", "Sammy"),
+            ("works_as", "nurse"),
+        }
+        assert mem.facts() == []
+        done = tool.run({})
+        assert all(f["status"] == "created" and f["sources"] == [t] for f in done["facts"])
+        assert len(mem.facts(subject="user")) == 2
