@@ -155,7 +155,7 @@ class PerCallDocuments:
 
 def build_tools(memory: MemoryScopes, documents: PerCallDocuments | None) -> list[AgentTool]:
     """The fourteen tools, memory ones pinned as ``memory`` pins them (``open_memory``:
-    the settings' org/agent); without ``documents`` (a store on PostgreSQL) the ten
+    the settings' org/agent); without ``documents`` (a store on PostgreSQL) the eleven
     memory tools."""
     tools: list[AgentTool] = [AdoptingAppendTool(memory), *agent_memory_tools(memory)]
     if documents is not None:
