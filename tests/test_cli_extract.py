@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .test_cli_agent_memory import NO_EMBEDDER, SCOPE, mem, where  # noqa: F401 - fixture
 from .conftest import run_cli as run
+from .test_cli_agent_memory import NO_EMBEDDER, SCOPE, mem, where  # noqa: F401 - fixture
 
 
 def test_extract_dry_run_then_write(where: Path | str) -> None:  # noqa: F811

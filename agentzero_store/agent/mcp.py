@@ -4,7 +4,8 @@ Tools: ``memory_append`` (the memory store beneath; the agent memory adopts what
 writes at once), the agent memory's
 ``memory_grant``, ``memory_remember``, ``memory_fact``, ``memory_recall``,
 ``memory_list``, ``memory_feedback``, ``memory_archive``, ``memory_forget`` (soft, with
-an undo token), ``memory_undo`` and ``memory_extract``, and ``rag_ingest``, ``rag_query``, ``rag_delete`` —
+an undo token), ``memory_undo`` and ``memory_extract``, and ``rag_ingest``,
+``rag_query``, ``rag_delete`` —
 the agent tools of ``agentzero_store.tools``, whose schemas and validation the server
 publishes and uses unchanged.
 

@@ -35,8 +35,6 @@ from . import fsrs
 from . import namespaces as ns
 from .backends import side_of
 from .consolidate import consolidate
-from .extract import Extractor, ExtractReport, RuleExtractor
-from .extract.runner import Background, check_mode, check_sources, run, turns_of
 from .context import (
     Budget,
     ContextItem,
@@ -46,6 +44,8 @@ from .context import (
     extractive,
     spaced,
 )
+from .extract import Extractor, ExtractReport, RuleExtractor
+from .extract.runner import Background, check_mode, check_sources, run, turns_of
 from .lifecycle import Lifecycle
 from .parts import Parts, new_memory
 from .recall import Recaller

@@ -10,10 +10,11 @@ from typing import Annotated
 
 import typer
 
-from ..agentmem.extract import ExtractReport, Extractor, LLMExtractor, RuleExtractor
+from ..agentmem.extract import Extractor, ExtractReport, LLMExtractor, RuleExtractor
 from ..base.errors import InvalidArgumentError
 from ..memory.records import parse_datetime
-from .common import JsonOpt, emit, out
+from .agent_memory import writer
+from .common import JsonOpt, cli_command, emit, out
 
 
 def extract(
@@ -38,8 +39,6 @@ def extract(
 
     "I moved to Oslo" becomes the fact (speaker, lives_in, Oslo), superseding the old
     one, with the turn as its source: forgetting the turn forgets the fact."""
-    from .agent_memory import writer  # the memory verbs' module registers this one
-
     if (llm_url is None) != (llm_model is None):
         raise InvalidArgumentError(
             "--llm-url and --llm-model go together", hint="or neither: the offline rules"
@@ -66,4 +65,9 @@ def _show(r: ExtractReport) -> None:
         out.print(f"  dropped {r.dropped} invalid candidates")
 
 
-__all__ = ["extract"]
+def register_extract_command(app: typer.Typer) -> None:
+    """Add ``extract`` to the ``memory`` group."""
+    app.command("extract")(cli_command(extract))
+
+
+__all__ = ["extract", "register_extract_command"]

@@ -24,7 +24,6 @@ from ..memory.records import parse_datetime
 from ..pg.store import PgMemoryStore
 from ..storage.lock import acquire_writer
 from . import agent_output as show
-from .agent_extract import extract
 from .common import (
     EmbedderOpt,
     JsonOpt,
@@ -484,7 +483,6 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "undo": undo,
     "erase": erase,
     "consolidate": consolidate,
-    "extract": extract,
     "pin": pin,
     "unpin": unpin,
     "context": context,

@@ -46,8 +46,10 @@ def test_statements_become_facts_that_supersede_with_their_turns_as_sources(
             "dog named Rex"
         ]
         assert not mem.facts(subject="user")  # the assistant's "I" is nobody's fact
-        assert any(h.op == "assert" and h.detail.get("sources") == [ids["oslo"]]
-                   for h in mem.history(oslo.id))  # fmt: skip
+        assert any(
+            h.op == "assert" and h.detail.get("sources") == [ids["oslo"]]
+            for h in mem.history(oslo.id)
+        )
         # Again: nothing changes (Porto is older than the belief that replaced it).
         before = mem.facts(subject="Sam", history=True)
         again = mem.extract()

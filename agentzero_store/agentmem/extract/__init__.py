@@ -4,7 +4,7 @@ or any OpenAI-compatible chat endpoint (``llm``), written through ``remember`` /
 ``assert_fact`` with the turns as sources (``runner``)."""
 
 from .llm import LLMExtractor
-from .protocol import Extraction, ExtractReport, Extractor, FactCandidate, NoteCandidate
+from .protocol import Extraction, Extractor, ExtractReport, FactCandidate, NoteCandidate
 from .rules import RuleExtractor
 
 __all__ = [

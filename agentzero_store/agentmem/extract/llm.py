@@ -98,8 +98,7 @@ class LLMExtractor:
             return Extraction()
         payload = {
             "turns": [
-                {"id": t.id, "speaker": speakers[t.id] or t.role, "text": t.content}
-                for t in turns
+                {"id": t.id, "speaker": speakers[t.id] or t.role, "text": t.content} for t in turns
             ],
             "known_facts": [[f.subject, f.predicate, f.object] for f in known],
         }

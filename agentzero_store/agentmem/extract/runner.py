@@ -16,7 +16,7 @@ import queue
 import threading
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...base.errors import AgentZeroStoreError, InvalidArgumentError
 from ...base.limits import check_text
@@ -24,9 +24,9 @@ from ..records import Fact, Memory, entity_key
 from .protocol import Extraction, Extractor, ExtractReport, FactCandidate, NoteCandidate
 from .rules import speaker_of
 
-if TYPE_CHECKING:
-    from ..memory import AgentMemory
-
+# ``AgentMemory`` (memory.py) imports this module: here it is ``Memoryish`` (Any), so
+# the layer's import graph has no cycle.
+Memoryish = Any
 log = logging.getLogger(__name__)
 
 PAGE = 500
@@ -52,9 +52,7 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def turns_of(
-    mem: AgentMemory, conversation_id: str | None, since: datetime | None
-) -> list[Memory]:
+def turns_of(mem: Memoryish, conversation_id: str | None, since: datetime | None) -> list[Memory]:
     """The live turns (episodic memories) of the scope, of one conversation if given,
     made at or after ``since`` if given; oldest first."""
     out: list[Memory] = []
@@ -71,14 +69,14 @@ def turns_of(
     return out
 
 
-def known_facts(mem: AgentMemory, turns: Sequence[Memory]) -> list[Fact]:
+def known_facts(mem: Memoryish, turns: Sequence[Memory]) -> list[Fact]:
     """The facts believed now about the speakers of ``turns``."""
     speakers = sorted({w for w in (speaker_of(t) for t in turns) if w})
     return [f for w in speakers for f in mem.facts(subject=w)]
 
 
 def run(
-    mem: AgentMemory, extractor: Extractor, turns: Sequence[Memory], *, dry_run: bool
+    mem: Memoryish, extractor: Extractor, turns: Sequence[Memory], *, dry_run: bool
 ) -> ExtractReport:
     """Extract from ``turns`` and write (unless ``dry_run``) what was found, in the
     order of its source turns (the later statement wins)."""
@@ -101,7 +99,7 @@ def run(
     return report
 
 
-def _fact(mem: AgentMemory, f: FactCandidate, when: datetime, dry_run: bool) -> dict[str, Any]:
+def _fact(mem: Memoryish, f: FactCandidate, when: datetime, dry_run: bool) -> dict[str, Any]:
     current = mem.facts(subject=f.subject, predicate=f.predicate)
     same = [c for c in current if entity_key(c.object) == entity_key(f.object)]
     if f.negated:
@@ -129,7 +127,7 @@ def _fact(mem: AgentMemory, f: FactCandidate, when: datetime, dry_run: bool) -> 
     return {"status": r.status, "id": r.id, "superseded": list(r.superseded)}
 
 
-def _note(mem: AgentMemory, n: NoteCandidate, dry_run: bool) -> dict[str, Any]:
+def _note(mem: Memoryish, n: NoteCandidate, dry_run: bool) -> dict[str, Any]:
     if dry_run:
         return {"status": "new", "id": None}
     r = mem.remember(n.text, about=n.about, confidence=n.confidence, sources=n.sources)
@@ -139,7 +137,7 @@ def _note(mem: AgentMemory, n: NoteCandidate, dry_run: bool) -> dict[str, Any]:
 class Background:
     """One worker thread that extracts from the turns ``add_turns`` queues."""
 
-    def __init__(self, mem: AgentMemory) -> None:
+    def __init__(self, mem: Memoryish) -> None:
         self._mem = mem
         self._queue: queue.Queue[list[str] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="agentzero-extract", daemon=True)
