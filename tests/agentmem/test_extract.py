@@ -124,3 +124,12 @@ def test_the_memory_extract_tool(data_dir: Path, clock: Clock) -> None:
         done = tool.run({})
         assert all(f["status"] == "created" and f["sources"] == [t] for f in done["facts"])
         assert len(mem.facts(subject="user")) == 2
+
+
+def test_a_fact_believed_already_is_not_reweighed(data_dir: Path, clock: Clock) -> None:
+    with open_memory(data_dir, clock) as mem:
+        asserted = mem.assert_fact("Sam", "lives_in", "Oslo", confidence=0.95)
+        mem.add_turn("c1", "user", "I live in Oslo.", speaker="Sam")
+        (f,) = mem.extract().facts
+        assert (f["status"], f["id"]) == ("duplicate", asserted.id)
+        assert mem.facts(subject="Sam")[0].confidence == 0.95

@@ -111,17 +111,19 @@ def _fact(mem: Memoryish, f: FactCandidate, when: datetime, dry_run: bool) -> di
         note = f"{f.subject} no longer {words} {f.object}"
         mem.remember(note, about=(f.subject,), confidence=f.confidence, sources=f.sources)
         return {"status": "retracted", "id": same[0].id}
-    if not same and f.single_valued and any(c.valid_from > when for c in current):
+    if same:  # believed already: never re-weighed by a guess (a hand-asserted 0.9 stays)
+        return {"status": "duplicate", "id": same[0].id}
+    if f.single_valued and any(c.valid_from > when for c in current):
         return {"status": "stale", "id": None}  # a newer statement replaced this one
     if dry_run:
-        return {"status": "duplicate" if same else "new", "id": same[0].id if same else None}
+        return {"status": "new", "id": None}
     r = mem.assert_fact(
         f.subject,
         f.predicate,
         f.object,
         confidence=f.confidence,
         single_valued=f.single_valued,
-        valid_from=None if same else when,
+        valid_from=when,
         sources=f.sources,
     )
     return {"status": r.status, "id": r.id, "superseded": list(r.superseded)}
