@@ -18,6 +18,7 @@ from .agentmem import (
     TokenLimitedChat,
     Turn,
 )
+from .agentmem.extract import Extractor, LLMExtractor, RuleExtractor
 from .base.config import KdfParams, StoreConfig
 from .base.errors import (
     AgentZeroStoreError,
@@ -27,6 +28,7 @@ from .base.errors import (
     DuplicateIdError,
     EmbedderError,
     EmbedderMismatchError,
+    ExtractorError,
     InvalidArgumentError,
     InvalidKeyError,
     KeyRotatedError,
@@ -75,9 +77,12 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "EmbedderMismatchError",
+    "ExtractorError",
     "ExtractiveSummarizer",
+    "Extractor",
     "InvalidArgumentError",
     "InvalidKeyError",
+    "LLMExtractor",
     "Item",
     "ItemBatch",
     "ItemHit",
@@ -92,6 +97,7 @@ __all__ = [
     "NotFoundError",
     "PendingForgetsError",
     "PgMemoryStore",
+    "RuleExtractor",
     "SchemaVersionError",
     "SidecarCorruptError",
     "Skill",

@@ -17,6 +17,7 @@ from agentzero_store.tools import (
     AdoptingAppendTool,
     AgentArchiveTool,
     AgentContextTool,
+    AgentExtractTool,
     AgentFactTool,
     AgentFeedbackTool,
     AgentForgetTool,
@@ -44,6 +45,7 @@ NAMES = [
     "memory_archive",
     "memory_forget",
     "memory_undo",
+    "memory_extract",
 ]
 MEMORY_KEYS = {
     "id",
@@ -300,6 +302,7 @@ def test_a_pinned_tool_refuses_another_tenant(
         "memory_archive": {"id": "x"},
         "memory_forget": {"about": "x"},
         "memory_undo": {"token": "x"},
+        "memory_extract": {},
     }[name]
     with pytest.raises(ScopeViolationError) as info:
         tool.run({**minimal, **other})
@@ -352,6 +355,7 @@ def test_tools_built_one_by_one_match_the_set(mem: AgentMemory) -> None:
         AgentArchiveTool(mem),
         AgentForgetTool(mem),
         AgentUndoTool(mem),
+        AgentExtractTool(mem),
     ]
     assert [t.definition() for t in one_by_one] == [t.definition() for t in agent_memory_tools(mem)]
 

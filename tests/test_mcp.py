@@ -37,6 +37,7 @@ TOOLS = [
     "memory_archive",
     "memory_forget",
     "memory_undo",
+    "memory_extract",
     "rag_ingest",
     "rag_query",
     "rag_delete",

@@ -4,7 +4,8 @@ Tools: ``memory_append`` (the memory store beneath; the agent memory adopts what
 writes at once), the agent memory's
 ``memory_grant``, ``memory_remember``, ``memory_fact``, ``memory_recall``,
 ``memory_list``, ``memory_feedback``, ``memory_archive``, ``memory_forget`` (soft, with
-an undo token) and ``memory_undo``, and ``rag_ingest``, ``rag_query``, ``rag_delete`` —
+an undo token), ``memory_undo`` and ``memory_extract``, and ``rag_ingest``,
+``rag_query``, ``rag_delete`` —
 the agent tools of ``agentzero_store.tools``, whose schemas and validation the server
 publishes and uses unchanged.
 
@@ -21,7 +22,7 @@ publishes and uses unchanged.
   The embedder's model loads on the first call that embeds; the document store is
   opened per call (read-only for queries), so the server never holds the document log's
   writer lock between calls and always sees other processes' writes.
-- On PostgreSQL (``agentzero --database-url URL mcp``) the server offers the ten memory
+- On PostgreSQL (``agentzero --database-url URL mcp``) the server offers the eleven memory
   tools over ``AgentMemory`` on that database; the ``rag_*`` tools need a data dir and
   are not listed.
 - Errors become MCP tool errors (``isError``) carrying the error's code, message and hint.
@@ -154,8 +155,8 @@ class PerCallDocuments:
 
 
 def build_tools(memory: MemoryScopes, documents: PerCallDocuments | None) -> list[AgentTool]:
-    """The thirteen tools, memory ones pinned as ``memory`` pins them (``open_memory``:
-    the settings' org/agent); without ``documents`` (a store on PostgreSQL) the ten
+    """The fourteen tools, memory ones pinned as ``memory`` pins them (``open_memory``:
+    the settings' org/agent); without ``documents`` (a store on PostgreSQL) the eleven
     memory tools."""
     tools: list[AgentTool] = [AdoptingAppendTool(memory), *agent_memory_tools(memory)]
     if documents is not None:

@@ -52,6 +52,8 @@ from .context import (
     extractive,
     spaced,
 )
+from .extract import Extractor, ExtractReport, RuleExtractor
+from .extract.runner import Background, check_mode, check_sources, run, turns_of
 from .lifecycle import Lifecycle
 from .names import resolve
 from .parts import Parts, new_memory
@@ -153,6 +155,9 @@ class AgentMemory:
         self._recaller = Recaller(parts, self._life.hydrate)
         self._parts = parts
         self._closed = False
+        self.extractor: Extractor | None = None  # see ``open``
+        self.extract_mode = "manual"
+        self._background: Background | None = None
 
     @classmethod
     def open(
@@ -171,6 +176,8 @@ class AgentMemory:
         prompt: bool | None = None,
         hnsw: bool = True,
         namespace: str | None = None,
+        extractor: Extractor | None = None,
+        extract: str = "consolidate",
     ) -> AgentMemory:
         """Open the agent memory of (``org_id``, ``agent_id``) in ``data_dir``: the same
         data dir, key and ``memory.db`` as ``SqliteMemoryStore``; or, given a PostgreSQL
@@ -186,7 +193,14 @@ class AgentMemory:
         hint) and creates nothing, so a mistyped path is caught rather than answered
         from a new, empty store. The ``agentzero`` command always opens with
         ``create=False`` (``agentzero init`` creates a store).
+
+        ``extractor`` (``RuleExtractor``, ``LLMExtractor``, any ``Extractor``) turns what
+        speakers state about themselves into facts: on ``extract()``, and, by
+        ``extract``, also at every ``consolidate()`` (``"consolidate"``) or, in
+        addition, on a worker thread after each ``add_turns`` (``"background"``; the
+        write never waits on it); ``"manual"``: only on ``extract()``.
         """
+        check_mode(extract)
         for name, v in (("org_id", org_id), ("agent_id", agent_id)):
             ns.check_name(name, v)
         if namespace is not None:
@@ -214,6 +228,10 @@ class AgentMemory:
             mem._life.check_archive()
             mem._life.finish_pending_erase()
             mem._adopt()
+            mem.extractor = extractor
+            mem.extract_mode = extract if extractor is not None else "manual"
+            if mem.extract_mode == "background":
+                mem._background = Background(mem)
         except BaseException:
             store.close()
             raise
@@ -253,6 +271,9 @@ class AgentMemory:
         accesses are dropped (they are the namespace's rows to write no more) and an
         unfinished erase is left to the next open of the namespace, which finishes it."""
         if not self._closed:
+            if self._background is not None:  # what was queued is read before closing
+                self._background.stop()
+                self._background = None
             try:
                 with contextlib.suppress(AccessDeniedError):
                     self.flush()
@@ -424,6 +445,8 @@ class AgentMemory:
                 min(prepared.entries[i].created_at or default for i in order),
                 tail,
             )
+            if self._background is not None:  # after the commit: durable before queued
+                self._background.submit([mid for mid, _ in written])
         return prepared.ids
 
     def remember(
@@ -438,10 +461,14 @@ class AgentMemory:
         ttl: timedelta | float | None = None,
         conversation_id: str | None = None,
         vector: Any = None,
+        sources: Sequence[str] = (),
     ) -> WriteResult:
         """Remember a note of any type. An identical memory of the same type in this
-        scope makes it a no-op: ``WriteResult(id_of_that_one, "duplicate")``."""
+        scope makes it a no-op: ``WriteResult(id_of_that_one, "duplicate")``.
+        ``sources``: the ids of the memories it was derived from (``Memory.sources``:
+        forgetting or erasing one of them takes this one along)."""
         check_types(type)
+        sources = check_sources(sources)
         entry = self._entry(
             content,
             role="memory",
@@ -466,6 +493,8 @@ class AgentMemory:
             if (dup := self.repo.find_duplicate(fingerprint, type, tx)) is not None:
                 return WriteResult(dup, "duplicate")
             self.repo.insert(tx, prepared, [meta])
+            if sources:  # in the write's transaction: never a derived row without them
+                self.repo.add_sources(tx, prepared.ids[0], sources)
             if type == "semantic":
                 self.repo.append_history(
                     tx, self.now_us(), [("remember", prepared.ids[0], {"confidence": confidence})]
@@ -498,13 +527,16 @@ class AgentMemory:
         valid_from: datetime | None = None,
         vector: Any = None,
         core: bool = False,
+        sources: Sequence[str] = (),
     ) -> WriteResult:
         """Believe (subject, predicate, object). For a ``single_valued`` (subject,
         predicate), a new object closes the facts it replaces (``valid_to``) and links
         them with ``supersedes`` edges: ``WriteResult(..., superseded=[ids])``. The same
         triple again is a ``duplicate``, or ``updated`` if only its confidence changed.
         Every change is appended to the belief history. ``core``: the fact loads at
-        every spawn (``context``, ``core_facts``) instead of only when recalled."""
+        every spawn (``context``, ``core_facts``) instead of only when recalled.
+        ``sources``: the ids of the memories (turns) it was derived from, as for
+        ``remember``; a duplicate adds none (it stands on what it stood on)."""
         result = self._assert_fact(
             subject,
             predicate,
@@ -513,6 +545,7 @@ class AgentMemory:
             single_valued=single_valued,
             valid_from=valid_from,
             vector=vector,
+            sources=check_sources(sources),
         )
         if core:
             self.repo.set_core([result.id], self.now_us(), "asserted")
@@ -528,6 +561,7 @@ class AgentMemory:
         single_valued: bool,
         valid_from: datetime | None,
         vector: Any,
+        sources: Sequence[str] = (),
     ) -> WriteResult:
         parts = (subject, predicate, object)
         keys = (entity_key(subject), entity_key(predicate), entity_key(object))
@@ -565,6 +599,8 @@ class AgentMemory:
             closed = [f.id for f in current] if single_valued else []
             self.repo.insert(tx, prepared, [meta])
             self.repo.insert_fact(tx, fid, parts, keys, confidence, single_valued, to_us(start))
+            if sources:
+                self.repo.add_sources(tx, fid, sources)
             history: list[tuple[str, str, dict[str, Any]]] = [
                 (
                     "assert",
@@ -574,6 +610,7 @@ class AgentMemory:
                         "predicate": predicate,
                         "object": object,
                         "confidence": confidence,
+                        **({"sources": list(sources)} if sources else {}),
                     },
                 )
             ]
@@ -1260,8 +1297,44 @@ class AgentMemory:
         ``progress(step, done, total)`` is called after each of its six steps."""
         self.flush()
         at = check_optional_time("now", now) or self.now()
+        if self.extractor is not None and self.extract_mode != "manual" and not dry_run:
+            self.extract()  # first: what it finds is consolidated with the rest
         report = consolidate(self._parts, self._life, at, dry_run=dry_run, progress=progress)
         return self._tiers(report, to_us(at), dry_run)
+
+    # ------------------------------------------------------------------ extraction
+    def extract(
+        self,
+        conversation_id: str | None = None,
+        since: datetime | None = None,
+        *,
+        dry_run: bool = False,
+        extractor: Extractor | None = None,
+    ) -> ExtractReport:
+        """Turn what speakers state about themselves in this scope's turns (of one
+        conversation, made since ``since``, if given) into facts and notes, written
+        through ``assert_fact`` / ``remember`` with the turns as their ``sources``:
+        duplicates are no-ops, a newer statement supersedes, a statement older than
+        the belief that replaced it changes nothing (re-running is harmless).
+        ``extractor``: this call's (else the handle's, else ``RuleExtractor``).
+        ``dry_run``: what would be written, nothing written."""
+        if conversation_id is not None:
+            check_text("conversation_id", conversation_id)
+        turns = turns_of(self, conversation_id, since)
+        return run(self, self._extractor_for(extractor), turns, dry_run=dry_run)
+
+    def extract_turns(self, ids: Sequence[str]) -> ExtractReport:
+        """``extract`` over the given turns only (those still live)."""
+        turns = [m for m in (self.get(i) for i in ids) if m is not None and m.type == "episodic"]
+        return run(self, self._extractor_for(None), turns, dry_run=False)
+
+    def _extractor_for(self, extractor: Extractor | None) -> Extractor:
+        return extractor or self.extractor or RuleExtractor()
+
+    def drain_extraction(self) -> None:
+        """Wait until the background extraction has read every turn queued so far."""
+        if self._background is not None:
+            self._background.drain()
 
     def _tiers(
         self, report: ConsolidationReport, now_us: int, dry_run: bool

@@ -320,3 +320,14 @@ class UnsupportedByBackendError(AgentZeroStoreError):
         "memory (AgentMemory); for documents, skills, sidecar indexes and the change "
         "feed use a data dir"
     )
+
+
+class ExtractorError(AgentZeroStoreError):
+    """The extraction endpoint (an OpenAI-compatible ``/v1/chat/completions``) could
+    not be reached or refused the request."""
+
+    code = "extractor_error"
+    default_hint = (
+        "check that the LLM server is running and its base URL, model and API key; "
+        "RuleExtractor needs none"
+    )

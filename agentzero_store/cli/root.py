@@ -28,6 +28,7 @@ from . import serve as cli_serve
 from . import skill as cli_skill
 from . import store as cli_store
 from . import ui as cli_ui
+from .agent_extract import register_extract_command
 from .agent_memory import register_agent_memory_commands
 from .common import (
     STATE,
@@ -56,6 +57,7 @@ app.add_typer(
     "the store beneath: append, import, recent, search, get, delete, gc.",
 )
 register_agent_memory_commands(cli_memory.app)
+register_extract_command(cli_memory.app)
 app.add_typer(
     cli_namespace.app,
     name="namespace",

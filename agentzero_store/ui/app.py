@@ -194,7 +194,8 @@ def create_app(inspector: Inspector, keys: Secrets) -> Gate:
         chain = next((c for c in chains if any(f.id == fid for f in c.versions)), None)
         if chain is None:
             raise NotFoundError(f"no fact {fid!r} in this scope")
-        return page(request, "fact.html", chain=chain, entries=entries, fid=fid)
+        sources = inspector.sources([f.id for f in chain.versions])
+        return page(request, "fact.html", chain=chain, entries=entries, fid=fid, sources=sources)
 
     def entity_graph(request: Request) -> HTMLResponse:
         entity = request.query_params.get("entity", "").strip()

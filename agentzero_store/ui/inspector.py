@@ -279,6 +279,12 @@ class Inspector:
             chains.setdefault(key, FactChain(f.subject, f.predicate, [])).versions.append(f)
         return believed, list(chains.values())
 
+    def sources(self, ids: list[str]) -> dict[str, tuple[str, ...]]:
+        """The memories (turns) each of ``ids`` was derived from (extracted facts)."""
+        with self._reading() as mem:
+            found = {i: mem.get(i) for i in ids}
+        return {i: m.sources for i, m in found.items() if m is not None and m.sources}
+
     def fact_history(self, fact_id: str) -> list[HistoryEntry]:
         """The belief history entries of one fact."""
         with self._reading() as mem:

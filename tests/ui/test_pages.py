@@ -91,6 +91,18 @@ def test_facts_now_as_of_and_history(served: Served, client: httpx.Client) -> No
     assert client.get("/facts/nope").status_code == 404
 
 
+def test_an_extracted_fact_links_to_the_turns_it_came_from(
+    served: Served, client: httpx.Client
+) -> None:
+    mem = served.inspector.mem
+    turn = mem.add_turn("chat", "user", "I moved to Reykjavik.", speaker="Noor")
+    mem.extract(conversation_id="chat")
+    (fact,) = mem.facts(subject="Noor")
+    page = client.get(f"/facts/{fact.id}").text
+    assert f'<td class="sources"><a href="/memory/{turn}">turn</a>' in page
+    assert "stated" in client.get(f"/facts/{served.ids.porto}").text  # asserted by hand
+
+
 def test_decay_curve_and_marks(served: Served, client: httpx.Client) -> None:
     mem = served.inspector.mem
     page = client.get(f"/memory/{served.ids.tea}").text

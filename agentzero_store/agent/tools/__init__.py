@@ -17,6 +17,7 @@ from .agent_memory import agent_memory_tools
 from .base import AgentTool, Arg, ScopeViolationError
 from .documents import Documents, RagDeleteTool, RagIngestTool, RagQueryTool
 from .memory import MemoryAppendTool, MemoryForgetTool, SemanticRecallTool
+from .memory_extract import AgentExtractTool
 from .memory_reads import AgentContextTool, AgentListTool, AgentRecallTool
 from .memory_scopes import AdoptingAppendTool, MemoryScopes
 from .memory_writes import (
@@ -32,6 +33,7 @@ from .memory_writes import (
 __all__ = [
     "AdoptingAppendTool",
     "AgentArchiveTool",
+    "AgentExtractTool",
     "AgentFactTool",
     "AgentFeedbackTool",
     "AgentForgetTool",

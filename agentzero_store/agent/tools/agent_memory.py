@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ...agentmem import AgentMemory
 from .base import AgentTool
+from .memory_extract import AgentExtractTool
 from .memory_reads import AgentContextTool, AgentListTool, AgentRecallTool
 from .memory_scopes import MemoryScopes
 from .memory_writes import (
@@ -24,7 +25,7 @@ from .memory_writes import (
 def agent_memory_tools(memory: AgentMemory | MemoryScopes) -> list[AgentTool]:
     """Every agent-memory tool, in the order a host publishes them: memory_grant,
     memory_remember, memory_fact, memory_recall, memory_list, memory_context, memory_feedback,
-    memory_archive, memory_forget, memory_undo."""
+    memory_archive, memory_forget, memory_undo, memory_extract."""
     return [
         AgentGrantTool(memory),
         AgentRememberTool(memory),
@@ -36,6 +37,7 @@ def agent_memory_tools(memory: AgentMemory | MemoryScopes) -> list[AgentTool]:
         AgentArchiveTool(memory),
         AgentForgetTool(memory),
         AgentUndoTool(memory),
+        AgentExtractTool(memory),
     ]
 
 
