@@ -41,8 +41,15 @@ def _no_credential_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def _model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A fresh ONNX model cache per test session (env ``AGENTZERO_MODEL_CACHE``, which CLI
     subprocesses inherit): tests neither rely on nor fill the developer's user cache. It is
-    built on first use, so sessions that never embed pay nothing."""
-    path = tmp_path_factory.mktemp("model-cache")
+    built on first use, so sessions that never embed pay nothing. Parallel workers
+    (xdist) share one, in the run's base temp dir: the cache's build lock makes the first
+    worker export the model and the others wait for it and use its files."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Each worker's basetemp is <run's basetemp>/popen-gwN: its parent is the run's.
+        path = tmp_path_factory.getbasetemp().parent / "model-cache"
+        path.mkdir(exist_ok=True)
+    else:
+        path = tmp_path_factory.mktemp("model-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AGENTZERO_MODEL_CACHE", str(path))
         yield path

@@ -80,12 +80,15 @@ def _run_as() -> str | None:
     try:
         pwd.getpwnam(PG_USER)
     except KeyError:
-        subprocess.run(
+        made = subprocess.run(
             ["useradd", "-r", "-M", "-s", "/usr/sbin/nologin", PG_USER],
-            check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        # Parallel test workers (xdist) start their servers at once: another may have
+        # created the user between our look-up and our useradd (exit 9, "already exists").
+        if made.returncode != 0 and made.returncode != 9:
+            made.check_returncode()
     return PG_USER
 
 
@@ -107,6 +110,47 @@ class PgUnavailable(Exception):
     run); the message says which. Tests skip, benchmarks report a skipped group."""
 
 
+def _start(
+    bindir: Path, data: Path, log: Path, root: Path, *, durable: bool, run: dict[str, str]
+) -> int:
+    """``pg_ctl start`` on a free loopback port; returns the port. The port is free when
+    picked but not reserved: another process (a parallel test worker starting its own
+    server) can bind it first. Then the postmaster logs "Address already in use" and
+    exits, and the start is retried on a new port (twice); any other failure stands."""
+    attempts = 3
+    while True:
+        port = _free_port()
+        opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {root}"
+        if not durable:
+            opts += " -c fsync=off -c synchronous_commit=off"
+        seen = log.stat().st_size if log.exists() else 0
+        try:
+            subprocess.run(
+                [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "30"]
+                + ["start", "-o", opts],
+                check=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                **run,  # type: ignore[arg-type]
+            )
+            return port
+        except subprocess.CalledProcessError:
+            attempts -= 1
+            if attempts == 0 or not _logged_since(log, seen, b"Address already in use"):
+                raise
+
+
+def _logged_since(log: Path, offset: int, text: bytes) -> bool:
+    """Whether the server log holds ``text`` after byte ``offset``."""
+    try:
+        with log.open("rb") as f:
+            f.seek(offset)
+            return text in f.read()
+    except FileNotFoundError:
+        return False
+
+
 @contextlib.contextmanager
 def pg_server(*, durable: bool = False) -> Iterator[PgServer]:
     """Start a throwaway server (initdb, pg_ctl start) and stop it at the end.
@@ -124,8 +168,9 @@ def pg_server(*, durable: bool = False) -> Iterator[PgServer]:
         raise PgUnavailable(problem)
     user = _run_as()
     # Not under pytest's basetemp: it is 0700 root's, so the server user could not reach it.
+    # A fresh directory per server (data, log, unix socket): parallel workers never share.
     root = Path(tempfile.mkdtemp(prefix="az-pg-"))
-    data, log, port = root / "data", root / "log", _free_port()
+    data, log = root / "data", root / "log"
     if user is not None:
         shutil.chown(root, user)
     run = {"user": user} if user is not None else {}
@@ -138,18 +183,7 @@ def pg_server(*, durable: bool = False) -> Iterator[PgServer]:
             stderr=subprocess.PIPE,
             **run,  # type: ignore[arg-type]
         )
-        opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {root}"
-        if not durable:
-            opts += " -c fsync=off -c synchronous_commit=off"
-        subprocess.run(
-            [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "30"]
-            + ["start", "-o", opts],
-            check=True,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            **run,  # type: ignore[arg-type]
-        )
+        port = _start(bindir, data, log, root, durable=durable, run=run)
     except subprocess.CalledProcessError as exc:
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
         shutil.rmtree(root, ignore_errors=True)
