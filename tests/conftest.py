@@ -24,6 +24,27 @@ PASSPHRASE = "correct horse battery staple"
 FAST = StoreConfig(kdf=FAST_KDF_FOR_TESTS)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``-n N --dist loadgroup`` (``make test``) tests are spread one by one over
+    the workers, except that a test using a class-, module- or package-scoped fixture of
+    ours joins its module's group (``xdist_group``), so the fixture (a 10k-vector store,
+    a crash-loop reference run) is built once, on one worker, not once per worker."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        shared = any(
+            d.scope in ("class", "module", "package") and d.baseid  # not a plugin's
+            for defs in info.name2fixturedefs.values()
+            for d in defs
+        )
+        if shared and not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
 @pytest.fixture(autouse=True)
 def _no_credential_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests pass credentials explicitly; a developer's env must not leak in."""
