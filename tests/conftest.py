@@ -27,9 +27,12 @@ FAST = StoreConfig(kdf=FAST_KDF_FOR_TESTS)
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``-n N --dist loadgroup`` (``make test``) tests are spread one by one over
-    the workers, except that a test using a class-, module- or package-scoped fixture of
-    ours joins its module's group (``xdist_group``), so the fixture (a 10k-vector store,
-    a crash-loop reference run) is built once, on one worker, not once per worker."""
+    the workers, except that a test using a fixture of ours that outlives one test joins
+    its module's group (``xdist_group``), so the fixture (a 10k-vector store, a
+    crash-loop reference run, a real ONNX export) is built once, on one worker, not once
+    per worker: a class-, module- or package-scoped one, or a session-scoped one that a
+    test module defines. (A conftest's session fixtures, the PostgreSQL server and the
+    embedder, are each worker's own.)"""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
@@ -37,7 +40,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if info is None:
             continue
         shared = any(
-            d.scope in ("class", "module", "package") and d.baseid  # not a plugin's
+            d.baseid  # "" is a plugin's
+            and (
+                d.scope in ("class", "module", "package")
+                or (d.scope == "session" and d.baseid.endswith(".py"))
+            )
             for defs in info.name2fixturedefs.values()
             for d in defs
         )
