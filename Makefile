@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# Test workers (pytest-xdist): one per CPU; `make test TEST_WORKERS=0` runs in one process.
-TEST_WORKERS ?= auto
+# Test workers (pytest-xdist): one per CPU, at most 4 (each holds the models, ~1 GB, and
+# its own PostgreSQL); `make test TEST_WORKERS=0` runs in one process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 
 .PHONY: demo test test-all lint bench install-check clean
 
