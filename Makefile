@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Test workers (pytest-xdist): one per CPU, at most 4 (each holds the models, ~1 GB, and
+# its own PostgreSQL); `make test TEST_WORKERS=0` runs in one process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 
 .PHONY: demo test test-all lint bench install-check clean
 
@@ -19,11 +22,13 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
+# Tests run in parallel workers (--dist loadgroup, set in pyproject.toml); the slowest
+# are listed, so the suite's cost stays in view.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=20
 
 test-all: $(STAMP)
-	$(PY) -m pytest -q -m "slow or not slow"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=20 -m "slow or not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check agentzero_store rag tests scripts benchmarks

@@ -24,6 +24,34 @@ PASSPHRASE = "correct horse battery staple"
 FAST = StoreConfig(kdf=FAST_KDF_FOR_TESTS)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``-n N --dist loadgroup`` (``make test``) tests are spread one by one over
+    the workers, except that a test using a fixture of ours that outlives one test joins
+    its module's group (``xdist_group``), so the fixture (a 10k-vector store, a
+    crash-loop reference run, a real ONNX export) is built once, on one worker, not once
+    per worker: a class-, module- or package-scoped one, or a session-scoped one that a
+    test module defines. (A conftest's session fixtures, the PostgreSQL server and the
+    embedder, are each worker's own.)"""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        shared = any(
+            d.baseid  # "" is a plugin's
+            and (
+                d.scope in ("class", "module", "package")
+                or (d.scope == "session" and d.baseid.endswith(".py"))
+            )
+            for defs in info.name2fixturedefs.values()
+            for d in defs
+        )
+        if shared and not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
 @pytest.fixture(autouse=True)
 def _no_credential_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests pass credentials explicitly; a developer's env must not leak in."""
@@ -41,8 +69,15 @@ def _no_credential_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def _model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A fresh ONNX model cache per test session (env ``AGENTZERO_MODEL_CACHE``, which CLI
     subprocesses inherit): tests neither rely on nor fill the developer's user cache. It is
-    built on first use, so sessions that never embed pay nothing."""
-    path = tmp_path_factory.mktemp("model-cache")
+    built on first use, so sessions that never embed pay nothing. Parallel workers
+    (xdist) share one, in the run's base temp dir: the cache's build lock makes the first
+    worker export the model and the others wait for it and use its files."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Each worker's basetemp is <run's basetemp>/popen-gwN: its parent is the run's.
+        path = tmp_path_factory.getbasetemp().parent / "model-cache"
+        path.mkdir(exist_ok=True)
+    else:
+        path = tmp_path_factory.mktemp("model-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AGENTZERO_MODEL_CACHE", str(path))
         yield path

@@ -41,6 +41,24 @@ class PgServer:
         """URL of database ``name`` on this server."""
         return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
 
+    def create_database(self, name: str) -> str:
+        """Create database ``name``; its URL."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as c:
+            c.execute(f"CREATE DATABASE {name}")
+        return self.database_url(name)
+
+    def drop_database(self, name: str) -> None:
+        """Drop database ``name`` (closing any connection a test left open). A test's
+        databases go when it ends, so the server's data directory stays the size of a
+        few, however many tests ran before: the tests that scan all of it for plaintext
+        then cost the same wherever they run in the session."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as c:
+            c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
     def files_of(self, url: str) -> list[Path]:
         """Every file that can hold the data of the database at ``url``, after a
         CHECKPOINT: its own directory under ``base/``, the shared catalogs, the WAL, the
@@ -80,12 +98,15 @@ def _run_as() -> str | None:
     try:
         pwd.getpwnam(PG_USER)
     except KeyError:
-        subprocess.run(
+        made = subprocess.run(
             ["useradd", "-r", "-M", "-s", "/usr/sbin/nologin", PG_USER],
-            check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        # Parallel test workers (xdist) start their servers at once: another may have
+        # created the user between our look-up and our useradd (exit 9, "already exists").
+        if made.returncode != 0 and made.returncode != 9:
+            made.check_returncode()
     return PG_USER
 
 
@@ -107,6 +128,50 @@ class PgUnavailable(Exception):
     run); the message says which. Tests skip, benchmarks report a skipped group."""
 
 
+def _start(
+    bindir: Path, data: Path, log: Path, root: Path, *, durable: bool, run: dict[str, str]
+) -> int:
+    """``pg_ctl start`` on a free loopback port; returns the port. The port is free when
+    picked but not reserved: another process (a parallel test worker starting its own
+    server) can bind it first. Then the postmaster logs "Address already in use" and
+    exits, and the start is retried on a new port (twice); any other failure stands."""
+    attempts = 3
+    while True:
+        port = _free_port()
+        opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {root}"
+        if not durable:
+            opts += " -c fsync=off -c synchronous_commit=off"
+            # Each CREATE DATABASE logs its template (~8 MB) in the WAL: checkpoint often
+            # (cheap without fsync) so pg_wal, which plaintext scans read, stays small.
+            opts += " -c max_wal_size=64MB -c min_wal_size=32MB"
+        seen = log.stat().st_size if log.exists() else 0
+        try:
+            subprocess.run(
+                [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "30"]
+                + ["start", "-o", opts],
+                check=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                **run,  # type: ignore[arg-type]
+            )
+            return port
+        except subprocess.CalledProcessError:
+            attempts -= 1
+            if attempts == 0 or not _logged_since(log, seen, b"Address already in use"):
+                raise
+
+
+def _logged_since(log: Path, offset: int, text: bytes) -> bool:
+    """Whether the server log holds ``text`` after byte ``offset``."""
+    try:
+        with log.open("rb") as f:
+            f.seek(offset)
+            return text in f.read()
+    except FileNotFoundError:
+        return False
+
+
 @contextlib.contextmanager
 def pg_server(*, durable: bool = False) -> Iterator[PgServer]:
     """Start a throwaway server (initdb, pg_ctl start) and stop it at the end.
@@ -124,8 +189,9 @@ def pg_server(*, durable: bool = False) -> Iterator[PgServer]:
         raise PgUnavailable(problem)
     user = _run_as()
     # Not under pytest's basetemp: it is 0700 root's, so the server user could not reach it.
+    # A fresh directory per server (data, log, unix socket): parallel workers never share.
     root = Path(tempfile.mkdtemp(prefix="az-pg-"))
-    data, log, port = root / "data", root / "log", _free_port()
+    data, log = root / "data", root / "log"
     if user is not None:
         shutil.chown(root, user)
     run = {"user": user} if user is not None else {}
@@ -138,18 +204,7 @@ def pg_server(*, durable: bool = False) -> Iterator[PgServer]:
             stderr=subprocess.PIPE,
             **run,  # type: ignore[arg-type]
         )
-        opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {root}"
-        if not durable:
-            opts += " -c fsync=off -c synchronous_commit=off"
-        subprocess.run(
-            [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "30"]
-            + ["start", "-o", opts],
-            check=True,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            **run,  # type: ignore[arg-type]
-        )
+        port = _start(bindir, data, log, root, durable=durable, run=run)
     except subprocess.CalledProcessError as exc:
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
         shutil.rmtree(root, ignore_errors=True)
@@ -185,11 +240,9 @@ _databases = iter(range(1, 1_000_000))
 
 
 @pytest.fixture
-def pg_url(postgres: PgServer) -> str:
-    """A fresh, empty database on the session's server (one per test)."""
-    import psycopg
-
+def pg_url(postgres: PgServer) -> Iterator[str]:
+    """A fresh, empty database on the session's server (one per test), dropped after it."""
     name = f"t{next(_databases)}"
-    with psycopg.connect(postgres.url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return postgres.database_url(name)
+    postgres.create_database(name)
+    yield postgres.database_url(name)
+    postgres.drop_database(name)

@@ -12,6 +12,7 @@ import pytest
 
 from agentzero_store import AgentMemory, SqliteMemoryStore
 from tests.conftest import FAST, PASSPHRASE
+from tests.pg_server import PgServer
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -98,21 +99,23 @@ def footprint(mem: AgentMemory) -> object:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def fresh_where(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Path | str]:
+def fresh_where(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[[], Path | str]]:
     """A maker of new, empty places for an agent memory on each backend: a data dir, or
     a new database on the session's PostgreSQL server (one per call: a property test
-    starts each example from nothing)."""
+    starts each example from nothing; the databases are dropped when the test ends)."""
     made = itertools.count()
     if request.param == "sqlite":
-        return lambda: tmp_path / f"data{next(made)}"
-    import psycopg
-
-    server = request.getfixturevalue("postgres")
+        yield lambda: tmp_path / f"data{next(made)}"
+        return
+    server: PgServer = request.getfixturevalue("postgres")
+    names: list[str] = []
 
     def database() -> str:
-        name = f"prop{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(server.url, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        return str(server.database_url(name))
+        names.append(f"prop{uuid.uuid4().hex[:12]}")
+        return server.create_database(names[-1])
 
-    return database
+    yield database
+    for name in names:
+        server.drop_database(name)
