@@ -25,6 +25,14 @@ def test_extract_dry_run_then_write(where: Path | str) -> None:  # noqa: F811
     assert [f["object"] for f in mem(where, "facts", "--subject", "user")] == ["Oslo"]
     again = mem(where, "extract")
     assert [f["status"] for f in again["facts"]] == ["duplicate"]
+    # explain says where the fact came from: the turn it was extracted from
+    hits = mem(where, "recall", "where does the user live", "--explain", *NO_EMBEDDER)
+    found = next(h for h in hits if h["id"] == fact["id"])
+    assert found["sources"] == fact["sources"]
+    table = run(
+        where, "memory", "recall", "where does the user live", "--explain", *NO_EMBEDDER, *SCOPE
+    ).stdout
+    assert f"from {fact['sources'][0]}" in table
     human = run(where, "memory", "extract", "--dry-run", *SCOPE).stdout
     assert "user lives_in Oslo" in human
     bad = run(where, "memory", "extract", "--llm-url", "http://x", *SCOPE, check=False)

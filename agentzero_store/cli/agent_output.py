@@ -54,7 +54,8 @@ def memories(found: list[Memory]) -> None:
 
 
 def hits(found: list[RecallHit], explain: bool) -> None:
-    """A table of recall hits, best first (with ``explain``: each signal's share)."""
+    """A table of recall hits, best first (with ``explain``: each signal's share, and the
+    memories a derived one came from)."""
     if not found:
         out.print("no results")
         return
@@ -71,12 +72,13 @@ def hits(found: list[RecallHit], explain: bool) -> None:
             h.memory.content,
         ]
         if explain:
-            row.append(
-                " ".join(
-                    f"{k}:{e['rank']:.0f}x{e['weight']:g}=+{e['score']:.4f}"
-                    for k, e in (h.explain or {}).items()
-                )
+            shares = " ".join(
+                f"{k}:{e['rank']:.0f}x{e['weight']:g}=+{e['score']:.4f}"
+                for k, e in (h.explain or {}).items()
             )
+            # Where a derived memory or an extracted fact came from: its source turns.
+            came = f" from {','.join(h.memory.sources)}" if h.memory.sources else ""
+            row.append(shares + came)
         t.add_row(*row)
     show_table(t)
 
