@@ -128,7 +128,7 @@ def run(
             guard_t = []
             for _ in range(2_000):
                 t = time.perf_counter()
-                shared._guard.check()
+                shared.gate.check()
                 guard_t.append(time.perf_counter() - t)
             recall_t = []
             for q in queries:
