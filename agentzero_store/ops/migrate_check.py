@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..base.errors import MigrationMismatchError
+from ..base.ranking import STOPWORDS
 from ..memory.records import MemoryEntry, MemoryHit, to_us
 from ..memory.seam import MemoryStore
 
@@ -192,9 +193,14 @@ def same_ranking(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool
 
 
 def query_words(text: str) -> Iterator[tuple[str, re.Pattern[str]]]:
-    """The words of ``text`` worth a keyword query (ASCII letters, 4 to 20 of them),
-    longest first, each with a pattern that finds it as a whole word in a text."""
-    words = {w for w in TOKEN.findall(text) if w.isascii() and w.isalpha() and 4 <= len(w) <= 20}
+    """The words of ``text`` worth a keyword query (ASCII letters, 4 to 20 of them, not a
+    stop word: a keyword query leaves those out and finds nothing by them), longest
+    first, each with a pattern that finds it as a whole word in a text."""
+    words = {
+        w
+        for w in TOKEN.findall(text)
+        if w.isascii() and w.isalpha() and 4 <= len(w) <= 20 and w.lower() not in STOPWORDS
+    }
     for word in sorted(words, key=lambda w: (-len(w), w)):
         yield word, re.compile(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", re.IGNORECASE)
 

@@ -235,10 +235,12 @@ def snapshot(mem: AgentMemory) -> dict[str, Any]:
     memory_rows = db.query("SELECT count(*) FROM memory WHERE org_id = ? AND agent_id = ?", scope)[
         0
     ][0]
+    history = mem.history(limit=10_000)  # the most a call returns (MAX_RESULTS)
+    assert len(history) < 10_000, "the snapshot would miss history: page it"
     return {
         "memories": sorted(memories),
         "semantic": sum(1 for m in memories if m[1] == "semantic"),
-        "history": dict(sorted(Counter(h.op for h in mem.history(limit=100_000)).items())),
+        "history": dict(sorted(Counter(h.op for h in history).items())),
         "promoted_groups": sorted(n for _, n in promoted_to),
         "edges": sorted([content.get(s, s), content.get(d, d), t] for s, d, t in edges),
         "unreadable": unreadable,

@@ -149,12 +149,15 @@ MEMORY_CALLS: dict[str, Call] = {
     "shared": lambda m, s: m.shared(m.shared_namespace),
     "start_session": lambda m, s: m.start_session("s1"),
     "consolidate": lambda m, s: m.consolidate(),
+    "extract": lambda m, s: m.extract("c"),
+    "extract_turns": lambda m, s: m.extract_turns([s.ids["read"]]),
 }
 MEMORY_EXEMPT = {
     "open": "a constructor: opening on a revoked namespace is refused (test_namespaces)",
     "close": "closing never needs the grant (and must always work)",
     "now": "the injected clock",
     "now_us": "the injected clock",
+    "drain_extraction": "waits for the background extractor's queue: reads no scope data",
 }
 # Refused on every namespace handle, granted or not: sessions start from an own handle.
 MEMORY_EXPECTED: dict[str, type] = {"start_session": InvalidArgumentError}

@@ -36,6 +36,7 @@ TOOL_ARGS: dict[str, Callable[[Seeded], dict[str, Any]]] = {
     "memory_archive": lambda s: {"id": s.ids["archive"]},
     "memory_forget": lambda s: {"id": s.ids["forget"]},
     "memory_undo": lambda s: {"token": s.token},
+    "memory_extract": lambda s: {"conversation_id": "c"},
 }
 
 
@@ -119,6 +120,7 @@ INSPECTOR_CALLS: dict[str, Callable[[Inspector, Seeded], object]] = {
     "decay": lambda i, s: i.decay(0),
     "facts": lambda i, s: i.facts(None, None, None),
     "fact_history": lambda i, s: i.fact_history(s.ids["retract"]),
+    "sources": lambda i, s: i.sources([s.ids["read"]]),
     "namespaces": lambda i, s: i.namespaces(),
     "pin": lambda i, s: i.pin(s.ids["pin"], True),
     "archive": lambda i, s: i.archive(s.ids["archive"], True),
