@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import AgentMemory, SqliteMemoryStore, StoreNotFoundError
-from agentzero_store.agentmem.skills import SkillStore
+from agentzero_store.agentmem.skills.store import SkillStore
 from agentzero_store.cli.common import store_config
 
 from .conftest import FAST, PASSPHRASE, js, run_cli

@@ -15,8 +15,8 @@ from agentzero_store import (
     InvalidArgumentError,
     LocalEmbedder,
 )
-from agentzero_store.agentmem.chat import ChatMemory
-from agentzero_store.agentmem.chat_messages import choose_by_tokens
+from agentzero_store.agentmem.chat.history import ChatMemory
+from agentzero_store.agentmem.chat.messages import choose_by_tokens
 from agentzero_store.agentmem.tokens import count_tokens, estimate_tokens
 from agentzero_store.base.config import Layout
 from tests.conftest import FAST, PASSPHRASE

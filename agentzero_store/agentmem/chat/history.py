@@ -7,7 +7,7 @@ Every message is an episodic turn written through ``AgentMemory.add_turn``: encr
 keeps no state of its own: two ``ChatHistory`` objects on one conversation (or one in
 another process) see the same messages.
 
-Removal (``clear``, ``prune``, the limits in ``chat_limits``) is a soft forget by
+Removal (``clear``, ``prune``, the limits in ``chat.limits``) is a soft forget by
 default: the messages leave the history, recall and every index at once, and
 ``AgentMemory.undo(token)`` brings them back within the undo window (consolidation
 purges them after it). With ``erase=True`` it is ``AgentMemory.erase``: irreversible, the
@@ -22,10 +22,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..base.errors import InvalidArgumentError
-from ..base.limits import check_limit, check_text
-from ..memory.records import from_us
-from .chat_messages import (
+from ...base.errors import InvalidArgumentError
+from ...base.limits import check_limit, check_text
+from ...memory.records import from_us
+from ..memory import DEFAULT_CONVERSATION, FACT_CONVERSATION, AgentMemory
+from ..records import Memory
+from ..sqlite.repository import Filter
+from ..tokens import count_tokens
+from .messages import (
     ChatMessage,
     Removal,
     Strategy,
@@ -34,17 +38,13 @@ from .chat_messages import (
     message_of,
     parse_message,
 )
-from .memory import DEFAULT_CONVERSATION, FACT_CONVERSATION, AgentMemory
-from .records import Memory
-from .repository import Filter
-from .tokens import count_tokens
 
 DEFAULT_CHAT = "chat"  # the conversation id of a ChatHistory opened without one
 
 
 @runtime_checkable
 class ChatMemory(Protocol):
-    """What ``ChatHistory`` and every decorator of it (``chat_limits``) offer."""
+    """What ``ChatHistory`` and every decorator of it (``chat.limits``) offer."""
 
     @property
     def conversation_id(self) -> str:

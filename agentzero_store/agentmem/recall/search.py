@@ -17,22 +17,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from ..base.errors import InvalidArgumentError
-from ..base.limits import check_limit, check_text
-from ..base.modes import search_mode
-from ..base.ranking import rrf_fuse
-from ..embed.vectors import as_vector
-from ..memory.records import to_us
+from ...base.errors import InvalidArgumentError
+from ...base.limits import check_limit, check_text
+from ...base.modes import search_mode
+from ...base.ranking import rrf_fuse
+from ...embed.vectors import as_vector
+from ...memory.records import to_us
+from ..records import Memory, RecallHit, entity_key
+from ..sqlite.repository import Candidate, Filter
 from . import signals as sig
 from . import when as when_
 from .flat_lists import flat_lists
-from .records import Memory, RecallHit, entity_key
-from .repository import Candidate, Filter
 from .signals import final_k
 
 if TYPE_CHECKING:
-    from .parts import Parts
-    from .repository import Row
+    from ..parts import Parts
+    from ..sqlite.repository import Row
 
 Hydrate = Callable[[Sequence["Row"]], list[Memory]]
 

@@ -2,7 +2,7 @@
 ``memory.db`` and scoped to the memory's (org, agent) scope — on a namespace handle the
 namespace's shared skills, on a session handle the session's — and read through the
 memory's gate (``namespaces.ScopeGate``), so a revoke holds on every call; exported to
-and imported from human-readable Markdown files (``skill_markdown``).
+and imported from human-readable Markdown files (``skills.markdown``).
 
 Plaintext never lands under the data dir: ``export_markdown`` refuses a directory inside
 it. An import is all or nothing: every file is read and checked first, and one problem
@@ -16,17 +16,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..base.errors import (
+from ...base.errors import (
     InvalidArgumentError,
     NotFoundError,
     SkillFileError,
     UnsupportedByBackendError,
 )
-from ..memory.store import SqliteMemoryStore
-from ..storage.fileio import atomic_write, translate_os_errors
-from .memory import AgentMemory
-from .skill_markdown import MAX_FILE_BYTES, SkillParseError, file_names, parse, render
-from .skill_records import (
+from ...memory.store import SqliteMemoryStore
+from ...storage.fileio import atomic_write, translate_os_errors
+from ..memory import AgentMemory
+from .markdown import MAX_FILE_BYTES, SkillParseError, file_names, parse, render
+from .records import (
     Skill,
     SkillExport,
     SkillImport,
@@ -35,7 +35,7 @@ from .skill_records import (
     skill_key,
     tag_key,
 )
-from .skill_repository import SqliteSkillRepository
+from .repository import SqliteSkillRepository
 
 Progress = Callable[[int, int], None]  # (files done, files in all)
 _SHOWN_PROBLEMS = 20  # problems spelled out in an import error's message (all in .problems)

@@ -1,6 +1,6 @@
 """The agent-memory repository's core: its records, its scope, the schema, inserts,
 decay and access, and selection (``repository`` assembles the whole repository from this
-and the classes built on it: ``repo_reads``, ``repo_beliefs``, ``repo_lifecycle``)."""
+and the classes built on it: ``sqlite.reads``, ``sqlite.beliefs``, ``sqlite.lifecycle``)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..memory.rows import placeholders
-from ..memory.write import ExtraColumns, Prepared
-from .fsrs import text_salience
-from .records import Memory
+from ...memory.rows import placeholders
+from ...memory.write import ExtraColumns, Prepared
+from ..fsrs import text_salience
+from ..records import Memory
 from .schema import MIGRATIONS, SCHEMA_KEY, migrate_chain
 
 if TYPE_CHECKING:
-    from ..memory.store import SqliteMemoryStore
-    from ..memory.tx import WriteTx
-    from ..pg.write import Batch
+    from ...memory.store import SqliteMemoryStore
+    from ...memory.tx import WriteTx
+    from ...pg.write import Batch
 
 # memory columns, then the layer's, as ``_memory`` reads them
 READ_COLUMNS = (

@@ -21,8 +21,8 @@ speaker list and adoption mark (derived from the memory rows), pending erase pur
 (local cleanup of the source), and the archive digest (the target computes its own:
 SQLite's is a SHA-256, PostgreSQL's keyed).
 
-``transfer_side.LayerTransfer`` is what either backend's side offers
-(``transfer_sqlite.SqliteLayer``, ``postgres.transfer.PgLayer``); ``ops.migrate_layer``
+``transfer.side.LayerTransfer`` is what either backend's side offers
+(``sqlite.transfer.SqliteLayer``, ``postgres.transfer.PgLayer``); ``ops.migrate_layer``
 drives a move, ``ops.migrate_check_layer`` its check.
 """
 
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .records import entity_key
+from ..records import entity_key
 
 PAGE = 500  # memories per export page and import transaction
 

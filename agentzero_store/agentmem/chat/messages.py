@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
 
-from ..base.errors import InvalidArgumentError
-from ..base.limits import check_text, metadata_json
-from .records import Memory
+from ...base.errors import InvalidArgumentError
+from ...base.limits import check_text, metadata_json
+from ..records import Memory
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = get_args(Role)

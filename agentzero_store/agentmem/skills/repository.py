@@ -18,13 +18,13 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..memory.records import from_us
-from .schema import migrate_chain
-from .skill_records import Skill, skill_key, tag_key
+from ...memory.records import from_us
+from ..sqlite.schema import migrate_chain
+from .records import Skill, skill_key, tag_key
 
 if TYPE_CHECKING:
-    from ..memory.store import SqliteMemoryStore
-    from ..memory.tx import WriteTx
+    from ...memory.store import SqliteMemoryStore
+    from ...memory.tx import WriteTx
 
 SCHEMA_KEY = "agentmem_skills_schema"
 _MIGRATIONS: tuple[str, ...] = (

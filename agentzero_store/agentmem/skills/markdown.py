@@ -20,7 +20,7 @@ The front matter is ``key: value`` lines (``format`` optional, ``name`` required
 dropped). The description is everything between the front matter and the LAST
 ``## Steps`` line (so a description may hold such a line itself); after it, every
 non-blank line is a numbered step (``1.`` or ``1)``; the numbers are not checked). Names,
-steps and tags are single lines (``skill_records``), so ``parse(render(s)) == s``.
+steps and tags are single lines (``skills.records``), so ``parse(render(s)) == s``.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..base.errors import InvalidArgumentError
-from .skill_records import (
+from ...base.errors import InvalidArgumentError
+from .records import (
     Skill,
     check_description,
     check_name,

@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from ..base.errors import InvalidArgumentError
+from ...base.errors import InvalidArgumentError
 from .jaccard_blocks import TokenSets, bucket_links
 
 NUM_HASHES = 64

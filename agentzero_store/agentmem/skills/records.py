@@ -3,7 +3,7 @@ records, and the checks every skill passes before it is stored or written to a f
 
 A skill's name is its identity within an (org, agent) scope, compared by ``skill_key``
 (NFKC, case-folded, spaces collapsed), so "Deploy app" and "deploy  APP" are one skill.
-Names, steps and tags are single lines: that keeps the Markdown form (``skill_markdown``)
+Names, steps and tags are single lines: that keeps the Markdown form (``skills.markdown``)
 unambiguous, so export then import gives the same skills back.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..base.errors import InvalidArgumentError
-from ..base.limits import check_text
+from ...base.errors import InvalidArgumentError
+from ...base.limits import check_text
 
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 20_000

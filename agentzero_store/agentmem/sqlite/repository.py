@@ -28,11 +28,11 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..memory.rows import placeholders
-from .records import Procedure
-from .repo_beliefs import BeliefRows
-from .repo_core import READ_COLUMNS, Candidate, Filter, NewMemory, Row, batches, entities
-from .repo_lifecycle import LifecycleRows
+from ...memory.rows import placeholders
+from ..records import Procedure
+from .beliefs import BeliefRows
+from .core import READ_COLUMNS, Candidate, Filter, NewMemory, Row, batches, entities
+from .lifecycle import LifecycleRows
 from .schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -41,9 +41,9 @@ if TYPE_CHECKING:
 
 class SqliteRepository(LifecycleRows, BeliefRows):
     """The agent-memory tables of one (org, agent) scope in ``memory.db``: the core
-    (``repo_core``), provenance (``repo_sources``), reads (``repo_reads``), beliefs
-    (``repo_beliefs``: history, facts, edges, procedures), the lifecycle
-    (``repo_lifecycle``), and here namespaces, pins and core facts, the hot and warm
+    (``sqlite.core``), provenance (``sqlite.sources``), reads (``sqlite.reads``), beliefs
+    (``sqlite.beliefs``: history, facts, edges, procedures), the lifecycle
+    (``sqlite.lifecycle``), and here namespaces, pins and core facts, the hot and warm
     tiers, sessions and recall's signals."""
 
     # ------------------------------------------------------------------ namespaces

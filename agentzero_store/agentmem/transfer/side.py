@@ -2,7 +2,7 @@
 sides share (``transfer`` is the plain form they exchange).
 
 ``LayerTransfer``: reading a store's agent memory out in the plain form and writing the
-plain form in (``transfer_sqlite.SqliteLayer``, ``postgres.transfer.PgLayer``).
+plain form in (``sqlite.transfer.SqliteLayer``, ``postgres.transfer.PgLayer``).
 ``CLEAR_KINDS``: the kinds of rows both backends store in the clear (ids, numbers,
 times, names: nothing to seal or blind), so both read and write them from one
 description; their tables are ``am_`` + name on SQLite and ``az_am_`` + name on
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .transfer import (
+from .plain import (
     CoreState,
     EdgeState,
     MemoryState,

@@ -11,14 +11,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..base.ranking import exact_top_k
-from ..memory.recall import fts_match
-from ..memory.records import Scope, from_us
-from ..memory.rows import placeholders
-from .fsrs import text_salience
-from .records import Memory
-from .repo_core import READ_COLUMNS, Candidate, Filter, Row, batches, entities
-from .repo_sources import SourceRows
+from ...base.ranking import exact_top_k
+from ...memory.recall import fts_match
+from ...memory.records import Scope, from_us
+from ...memory.rows import placeholders
+from ..fsrs import text_salience
+from ..records import Memory
+from .core import READ_COLUMNS, Candidate, Filter, Row, batches, entities
+from .sources import SourceRows
 
 
 class ReadRows(SourceRows):

@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..memory.records import MemoryEntry, to_us
-from . import dedup, fsrs
-from .parts import new_memory
-from .provenance import split_derived
-from .records import ConsolidationReport
+from ...memory.records import MemoryEntry, to_us
+from .. import fsrs
+from ..parts import new_memory
+from ..provenance import split_derived
+from ..records import ConsolidationReport
+from . import dedup
 
 if TYPE_CHECKING:
-    from .lifecycle import Lifecycle
-    from .parts import LayerTx, Parts
+    from ..lifecycle import Lifecycle
+    from ..parts import LayerTx, Parts
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
 DAY_US = 86_400 * 1_000_000

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from .parts import Parts
+from ..parts import Parts
 from .signals import is_flat
 
 

@@ -21,8 +21,8 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ..base.errors import CorruptStoreError
-from ..storage.sqlcipher import Database
+from ...base.errors import CorruptStoreError
+from ...storage.sqlcipher import Database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS archived (

@@ -17,13 +17,9 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..memory.records import text_fingerprint
-from ..memory.rows import placeholders
-from .archive import Archive, text_digest
-from .backends import SqliteSide
-from .repository import SqliteRepository
-from .schema import SCHEMA_KEY
-from .transfer import (
+from ...memory.records import text_fingerprint
+from ...memory.rows import placeholders
+from ..transfer.plain import (
     COLUMNS,
     STATE_COLUMNS,
     FactState,
@@ -40,16 +36,20 @@ from .transfer import (
     memory_state,
     scope_rows,
 )
-from .transfer_side import (
+from ..transfer.side import (
     CLEAR_KINDS,
     GRANT_COLUMNS,
     NAMESPACE_COLUMNS,
     clear_tables,
     namespace_tables,
 )
+from .archive import Archive, text_digest
+from .repository import SqliteRepository
+from .schema import SCHEMA_KEY
+from .side import SqliteSide
 
 if TYPE_CHECKING:
-    from ..memory.store import SqliteMemoryStore
+    from ...memory.store import SqliteMemoryStore
 
 _LIVE = "(expires_at_us IS NULL OR expires_at_us > ?)"
 _SCOPED_TABLES = (

@@ -19,12 +19,12 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from ..base.errors import InvalidArgumentError
-from .chat import ChatMemory
-from .chat_messages import ChatMessage, Removal, Strategy, choose_by_count, droppable
-from .memory import AgentMemory
+from ...base.errors import InvalidArgumentError
+from ..memory import AgentMemory
+from ..tokens import count_tokens
+from .history import ChatMemory
+from .messages import ChatMessage, Removal, Strategy, choose_by_count, droppable
 from .summarize import ExtractiveSummarizer, Summarizer
-from .tokens import count_tokens
 
 
 def _whole(name: str, value: Any, least: int) -> int:

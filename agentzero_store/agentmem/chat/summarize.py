@@ -1,7 +1,7 @@
 """Summaries of chat messages without an LLM: the ``Summarizer`` protocol and the default
 extractive summarizer.
 
-The summarizing chat (``chat_limits.SummarizingChat``) folds old messages into one
+The summarizing chat (``chat.limits.SummarizingChat``) folds old messages into one
 summary instead of deleting them. Any object with ``summarize(messages) -> str`` will do
 (an LLM call, for one); the default picks sentences that are already there, so it needs
 no model, adds no words of its own and gives the same summary for the same messages.
@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..base.errors import InvalidArgumentError
-from ..embed.vectors import Embedder, as_vectors
+from ...base.errors import InvalidArgumentError
+from ...embed.vectors import Embedder, as_vectors
 
 if TYPE_CHECKING:
-    from .chat_messages import ChatMessage
+    from .messages import ChatMessage
 
 # A sentence ends at . ! or ? (a closing quote or bracket after it stays with it) before
 # whitespace, or at a line break: the summaries this module writes are one sentence per line.

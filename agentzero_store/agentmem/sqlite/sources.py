@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .repo_core import RepositoryCore
+from .core import RepositoryCore
 
 if TYPE_CHECKING:
-    from ..memory.tx import WriteTx
+    from ...memory.tx import WriteTx
 
 
 class SourceRows(RepositoryCore):
