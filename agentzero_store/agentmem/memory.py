@@ -74,7 +74,7 @@ from .records import (
     check_types,
     entity_key,
 )
-from .sqlite.repository import Filter, NewMemory, entities
+from .rows import Filter, NewMemory, entities
 from .tokens import count_tokens
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.config import StoreConfig
 from ..memory.records import to_us
 from .records import entity_key
-from .sqlite.repository import NewMemory
+from .rows import NewMemory
 
 if TYPE_CHECKING:
     from ..memory.store import SqliteMemoryStore

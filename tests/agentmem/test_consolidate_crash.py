@@ -42,7 +42,7 @@ import pytest
 
 from agentzero_store import AgentMemory, StoreConfig, Turn
 from agentzero_store.agentmem import Memory
-from agentzero_store.agentmem.sqlite.repository import Filter
+from agentzero_store.agentmem.rows import Filter
 from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 from agentzero_store.base.errors import AgentZeroStoreError
 from agentzero_store.memory.records import from_us, to_us

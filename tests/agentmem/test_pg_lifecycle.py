@@ -226,7 +226,7 @@ def test_forget_undo_round_trip_matches_sqlite(sides: tuple[Side, Side]) -> None
 
 
 def _filter() -> Any:
-    from agentzero_store.agentmem.sqlite.core import Filter
+    from agentzero_store.agentmem.rows import Filter
 
     return Filter(now_us=to_us(START + timedelta(days=1)))
 

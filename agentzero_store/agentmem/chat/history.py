@@ -27,7 +27,7 @@ from ...base.limits import check_limit, check_text
 from ...memory.records import from_us
 from ..memory import DEFAULT_CONVERSATION, FACT_CONVERSATION, AgentMemory
 from ..records import Memory
-from ..sqlite.repository import Filter
+from ..rows import Filter
 from ..tokens import count_tokens
 from .messages import (
     ChatMessage,

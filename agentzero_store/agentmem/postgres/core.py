@@ -19,7 +19,7 @@ from ...memory.records import Scope, from_us
 from ...pg.write import Batch
 from ..fsrs import text_salience
 from ..records import Memory, entity_key
-from ..sqlite.core import Candidate, Filter, NewMemory, Row, entities
+from ..rows import Candidate, Filter, NewMemory, Row, entities
 from . import schema
 from .codec import LayerCodec
 

@@ -28,7 +28,7 @@ import numpy as np
 from ...base.errors import NotFoundError
 from ...memory.records import from_us
 from ..records import entity_key
-from ..sqlite.core import NewMemory
+from ..rows import NewMemory
 from .archive import FORGOTTEN as _FORGOTTEN
 from .archive import TABLE as ARCHIVE
 from .archive import PgArchiveRows, meta_json

@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..sqlite.core import Candidate, Filter, NewMemory, Row, entities
+from ..rows import Filter, Row
 from .beliefs import PgBeliefRows
 from .core import READ_COLUMNS, PgRepositoryCore
 from .lifecycle import PgLifecycleRows
@@ -609,13 +609,4 @@ class PgRepository(PgLifecycleRows, PgBeliefRows, PgSourceRows, PgRepositoryRows
     facts, tiers, sessions, signals and listing (here)."""
 
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "Candidate",
-    "Filter",
-    "NewMemory",
-    "PgRepository",
-    "PgRepositoryRows",
-    "Row",
-    "entities",
-]
+__all__ = ["SCHEMA_VERSION", "PgRepository", "PgRepositoryRows"]

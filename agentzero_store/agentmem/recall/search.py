@@ -24,7 +24,7 @@ from ...base.ranking import rrf_fuse
 from ...embed.vectors import as_vector
 from ...memory.records import to_us
 from ..records import Memory, RecallHit, entity_key
-from ..sqlite.repository import Candidate, Filter
+from ..rows import Candidate, Filter
 from . import signals as sig
 from . import when as when_
 from .flat_lists import flat_lists
@@ -32,7 +32,7 @@ from .signals import final_k
 
 if TYPE_CHECKING:
     from ..parts import Parts
-    from ..sqlite.repository import Row
+    from ..rows import Row
 
 Hydrate = Callable[[Sequence["Row"]], list[Memory]]
 

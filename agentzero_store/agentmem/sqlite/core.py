@@ -5,13 +5,12 @@ and the classes built on it: ``sqlite.reads``, ``sqlite.beliefs``, ``sqlite.life
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...memory.rows import placeholders
 from ...memory.write import ExtraColumns, Prepared
 from ..fsrs import text_salience
-from ..records import Memory
+from ..rows import NewMemory
 from .schema import MIGRATIONS, SCHEMA_KEY, migrate_chain
 
 if TYPE_CHECKING:
@@ -38,66 +37,8 @@ _NEW_COLUMNS = (
 )  # last_review_us stays NULL until a review: the am_memory view shows created_at_us
 
 
-@dataclass(frozen=True)
-class NewMemory:
-    """The layer's attributes of a memory row about to be inserted."""
-
-    type: str
-    speaker: str | None
-    speaker_key: str | None  # records.entity_key(speaker)
-    confidence: float
-    importance: float
-    stability: float
-    difficulty: float
-    about: tuple[tuple[str, str], ...]  # (entity as written, key), the speaker's not
-
-
-@dataclass(frozen=True)
-class Filter:
-    """Which memories a recall may return, beyond the repository's scope."""
-
-    now_us: int
-    types: tuple[str, ...] | None = None
-    about: tuple[str, ...] | None = None  # entity keys: any of them
-    as_of_us: int | None = None
-    include_archived: bool = False
-    any_validity: bool = False  # facts whatever their validity (``get`` of a closed fact)
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """What recall's signals need to know of a qualifying candidate (no text)."""
-
-    id: str
-    type: str
-    confidence: float
-    access_count: int
-    conversation_id: str
-    created_at_us: int
-    fingerprint: str
-
-
-@dataclass(frozen=True)
-class Row:
-    """A memory as read, before the archive fills in archived text."""
-
-    label: int
-    memory: Memory
-    digest: str | None  # set when the text is in the archive
-
-
-def entities(
-    speaker: str | None, speaker_key: str | None, about: Sequence[tuple[str, str]]
-) -> tuple[str, ...]:
-    """A memory's entities as written, ordered by key: its speaker (first spelling wins
-    over an ``about`` entity with the same key) and its ``am_about`` rows."""
-    keyed = {k: n for n, k in about}
-    if speaker is not None and speaker_key is not None:
-        keyed[speaker_key] = speaker
-    return tuple(keyed[k] for k in sorted(keyed))
-
-
 def batches(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
+    """``items`` in slices below SQLite's bound-variable limit."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -332,13 +273,4 @@ class RepositoryCore:
         return [(str(r[0]), int(r[1])) for r in rows]
 
 
-__all__ = [
-    "READ_COLUMNS",
-    "Candidate",
-    "Filter",
-    "NewMemory",
-    "RepositoryCore",
-    "Row",
-    "batches",
-    "entities",
-]
+__all__ = ["READ_COLUMNS", "RepositoryCore", "batches"]

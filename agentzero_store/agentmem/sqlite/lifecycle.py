@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from ...memory.records import from_us
 from ...memory.rows import placeholders
 from ..records import entity_key
-from .core import NewMemory, batches
+from ..rows import NewMemory
+from .core import batches
 from .reads import ReadRows
 from .schema import AM_MEMORY_COLUMNS, LAYER_COLUMNS
 

@@ -17,7 +17,8 @@ from ...memory.records import Scope, from_us
 from ...memory.rows import placeholders
 from ..fsrs import text_salience
 from ..records import Memory
-from .core import READ_COLUMNS, Candidate, Filter, Row, batches, entities
+from ..rows import Candidate, Filter, Row, entities
+from .core import READ_COLUMNS, batches
 from .sources import SourceRows
 
 

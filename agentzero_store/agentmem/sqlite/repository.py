@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from ...memory.rows import placeholders
 from ..records import Procedure
+from ..rows import Filter, Row
 from .beliefs import BeliefRows
-from .core import READ_COLUMNS, Candidate, Filter, NewMemory, Row, batches, entities
+from .core import READ_COLUMNS, batches
 from .lifecycle import LifecycleRows
 from .schema import SCHEMA_VERSION
 
@@ -525,12 +526,4 @@ class SqliteRepository(LifecycleRows, BeliefRows):
         return self._built(rows)
 
 
-__all__ = [
-    "Candidate",
-    "Filter",
-    "NewMemory",
-    "Row",
-    "SCHEMA_VERSION",
-    "SqliteRepository",
-    "entities",
-]
+__all__ = ["SCHEMA_VERSION", "SqliteRepository"]
