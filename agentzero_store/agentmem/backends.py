@@ -1,9 +1,10 @@
 """The two stores the agent memory runs on, and what differs between them.
 
 ``AgentMemory`` runs on a ``SqliteMemoryStore`` (a data dir) or a ``PgMemoryStore`` (a
-PostgreSQL URL): the same facade, recall, lifecycle and consolidation over a repository
-with the same methods (``repository.SqliteRepository``, ``postgres.repository.
-PgRepository``). What is left to differ is this small interface, a ``StoreSide``:
+PostgreSQL URL): the same facade, recall, lifecycle and consolidation over the seam's
+``AgentRepository`` (``seam``; ``sqlite.repository.SqliteRepository``,
+``postgres.repository.PgRepository``). What is left to differ is a ``StoreSide``
+(``seam.StoreSide``):
 
 - ``repository`` / ``archive``: where the layer's rows and archived texts live;
 - ``nearest``: semantic candidates from the store's vector index (the HNSW sidecar on
@@ -19,51 +20,25 @@ PgRepository``). What is left to differ is this small interface, a ``StoreSide``
 - ``change_seq``: a value that moves with every committed write, for the hot tier's
   cache (SQLite's change feed; PostgreSQL has many writers and no feed, so never the same
   value twice: the cache is never trusted and hot turns are read each time).
+
+``side_of`` is the one place that picks a side, by the store's capability (a data dir),
+not by its class.
 """
 
 from __future__ import annotations
 
-import contextlib
-from typing import TYPE_CHECKING, Any, Protocol
-
-from ..memory.records import Scope
-from ..memory.store import SqliteMemoryStore
-from .sqlite.archive import Archive
-from .sqlite.repository import SqliteRepository
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    from ..pg.store import PgMemoryStore
-    from .postgres.archive import PgArchive
-    from .postgres.repository import PgRepository
+from .seam import LayerStore, StoreSide, in_data_dir
 
 
-class StoreSide(Protocol):
-    """What differs between the stores below the layer (see the module)."""
-
-    def repository(self, org_id: str, agent_id: str) -> SqliteRepository | PgRepository: ...
-    def archive(self, org_id: str, agent_id: str) -> Archive | PgArchive: ...
-    def nearest(
-        self, qv: npt.NDArray[np.float32], pool: int, scope: Scope, now_us: int
-    ) -> list[tuple[int, float]] | None: ...
-    def deferred_checkpoints(self) -> contextlib.AbstractContextManager[Any]: ...
-    def purge(self) -> None: ...
-    def settle(self) -> bool: ...
-    def change_seq(self) -> int: ...
-    def refresh_statistics(self) -> None: ...
-
-
-def side_of(store: SqliteMemoryStore | PgMemoryStore) -> StoreSide:
+def side_of(store: LayerStore) -> StoreSide:
     """The ``StoreSide`` of an open memory store."""
-    if isinstance(store, SqliteMemoryStore):
-        from .sqlite.side import SqliteSide
+    if in_data_dir(store):
+        from .sqlite.side import side
 
-        return SqliteSide(store)
-    from .postgres.side import PgSide
+        return side(store)
+    from .postgres.side import side as pg_side
 
-    return PgSide(store)
+    return pg_side(store)
 
 
 __all__ = ["StoreSide", "side_of"]

@@ -23,7 +23,8 @@ from .records import EraseReport, ForgetReceipt, Memory
 from .rows import Row
 
 if TYPE_CHECKING:
-    from .parts import LayerTx, Parts
+    from .parts import Parts
+    from .seam import LayerTx
 
 log = logging.getLogger(__name__)
 
@@ -177,39 +178,40 @@ class Lifecycle:
             )
         # A derived memory another forget still hides a source of stays hidden, under
         # that forget (``provenance``); the rest comes back.
-        held = held_elsewhere(mem.repo, [mid for mid, _, _ in entries])
-        entries = [e for e in entries if e[0] not in held]
+        held = held_elsewhere(mem.repo, [e.id for e in entries])
+        entries = [e for e in entries if e.id not in held]
         if not entries:
             with mem.repo.transaction() as tx:
                 self._move_held(tx, held)
             return 0
-        payloads = [p for _, p, _ in entries]
+        payloads = [e.payload for e in entries]
         archived = {
-            p["am_memory"][0]: p["am_memory"][19]
+            p.layer.id: p.layer.archive_digest or ""  # none recorded: the text cannot match
             for p in payloads
-            if p["am_memory"][18] is not None
+            if p.layer.archived_at_us is not None
         }
         texts = mem.archive.get(archived)
-        memory_rows = [p["memory"] for p in payloads]
+        kept = [p.memory for p in payloads]
         records = [
             MemoryEntry(
-                r[2],
-                role=r[1],
-                conversation_id=r[4],
-                org_id=r[5],
-                agent_id=r[6],
-                created_at=from_us(r[3]),
-                expires_at=from_us(r[7]) if r[7] is not None else None,
-                kind=r[8],
-                source=r[9],
-                metadata=json.loads(r[10]),
-                id=r[0],
-                embedding_model=r[11],
+                m.content,
+                role=m.role,
+                conversation_id=m.conversation_id,
+                org_id=m.org_id,
+                agent_id=m.agent_id,
+                created_at=from_us(m.created_at_us),
+                expires_at=from_us(m.expires_at_us) if m.expires_at_us is not None else None,
+                kind=m.kind,
+                source=m.source,
+                metadata=json.loads(m.metadata),
+                id=m.id,
+                embedding_model=m.embedding_model,
             )
-            for r in memory_rows
+            for m in kept
         ]
         vectors: list[Any] | None = [
-            np.frombuffer(v, dtype=np.float32) if v is not None else None for _, _, v in entries
+            np.frombuffer(e.vector, dtype=np.float32) if e.vector is not None else None
+            for e in entries
         ]
         if vectors is not None and all(v is None for v in vectors):
             vectors = None
@@ -217,20 +219,20 @@ class Lifecycle:
         now_us = mem.now_us()
         with mem.repo.transaction() as tx:
             self._move_held(tx, held)
-            written = dict(tx.insert(prepared))
-            if len(written) < len(memory_rows):  # another handle undid it meanwhile
+            written = mem.repo.reinsert(tx, prepared)
+            if len(written) < len(kept):  # another handle undid it meanwhile
                 raise NotFoundError(
                     "no forget with this token in its undo window (undone meanwhile)",
                     hint="undo works once, until the receipt's recoverable_until",
                 )
-            labels = [written[r[0]] for r in memory_rows]
+            labels = [written[m.id] for m in kept]
             mem.repo.unforget(tx, payloads, labels)
-            for r, label in zip(memory_rows, labels, strict=True):
-                if r[0] in texts:  # archived when forgotten: its words stay searchable
-                    tx.replace_keywords(label, texts[r[0]][0], (r[5], r[6], r[4]))
-            mem.repo.append_history(
-                tx, now_us, [("undo", r[0], {"token": token}) for r in memory_rows]
-            )
+            for m, label in zip(kept, labels, strict=True):
+                if m.id in texts:  # archived when forgotten: its words stay searchable
+                    tx.replace_keywords(
+                        label, texts[m.id][0], (m.org_id, m.agent_id, m.conversation_id)
+                    )
+            mem.repo.append_history(tx, now_us, [("undo", m.id, {"token": token}) for m in kept])
         return len(entries)
 
     def _move_held(self, tx: LayerTx, held: dict[str, tuple[str, int]]) -> None:

@@ -33,11 +33,8 @@ from ..base.modes import Mode
 from ..embed.vectors import Embedder
 from ..memory.backfill import warn_without_embedder
 from ..memory.records import KINDS, MemoryEntry, Scope, from_us, text_fingerprint, to_us
-from ..memory.store import SqliteMemoryStore
-from ..memory.write import Prepared, new_ids
+from ..memory.write import new_ids
 from ..pg.choose import open_memory_store
-from ..pg.store import PgMemoryStore
-from ..pg.write import Batch
 from . import context as ctx
 from . import fsrs
 from . import namespaces as ns
@@ -78,10 +75,7 @@ from .rows import Filter, NewMemory, entities
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
-    from .postgres.archive import PgArchive
-    from .postgres.repository import PgRepository
-    from .sqlite.archive import Archive
-    from .sqlite.repository import SqliteRepository
+    from .seam import AgentRepository, Archive, LayerStore, PreparedRows
 
 Clock = Callable[[], datetime]
 Archived = Literal["exclude", "include", "only"]  # which memories ``memories`` lists
@@ -107,7 +101,7 @@ class AgentMemory:
 
     def __init__(
         self,
-        store: SqliteMemoryStore | PgMemoryStore,
+        store: LayerStore,
         org_id: str,
         agent_id: str,
         *,
@@ -240,13 +234,13 @@ class AgentMemory:
         return mem
 
     @property
-    def repo(self) -> SqliteRepository | PgRepository:
+    def repo(self) -> AgentRepository:
         """The repository of this handle's scope (all its SQL), through ``gate``: on a
         namespace handle every read of it checks the grant first."""
         return self.gate.repo
 
     @property
-    def archive_file(self) -> Archive | PgArchive:
+    def archive_file(self) -> Archive:
         """The archive of this handle's scope, through ``gate`` (the grant checked)."""
         return self.gate.archive
 
@@ -308,7 +302,7 @@ class AgentMemory:
         return new_memory(self.config, type_, **kw)
 
     @staticmethod
-    def _turn_memory(prepared: Prepared | Batch, i: int, meta: NewMemory) -> Memory:
+    def _turn_memory(prepared: PreparedRows, i: int, meta: NewMemory) -> Memory:
         """The memory a write just made, as ``get`` would read it (for the hot tier)."""
         e = prepared.entries[i]
         created = e.created_at or from_us(prepared.now_us)
@@ -680,7 +674,7 @@ class AgentMemory:
         now_us = self.now_us()
         text = action if not context else f"{action} (context: {context})"
 
-        def prepare() -> Prepared | Batch:
+        def prepare() -> PreparedRows:
             entry = self._entry(
                 text,
                 role="procedure",
@@ -1354,13 +1348,13 @@ class AgentMemory:
         )
 
 
-def _holds(store: SqliteMemoryStore | PgMemoryStore, org_id: str, agent_id: str) -> bool:
+def _holds(store: LayerStore, org_id: str, agent_id: str) -> bool:
     """Whether the store holds a live memory in the scope (``org_id``, ``agent_id``)."""
     return bool(store.recent(1, org_id=org_id, agent_id=agent_id))
 
 
 def _scope_names(
-    store: SqliteMemoryStore | PgMemoryStore, org_id: str, agent_id: str
+    store: LayerStore, org_id: str, agent_id: str
 ) -> tuple[str, str]:
     """The spellings (``names.resolve``) an org and agent id are used under."""
     org, agent = resolve(

@@ -37,10 +37,7 @@ from ..memory.records import Scope, from_us
 from .names import resolve
 
 if TYPE_CHECKING:
-    from .postgres.archive import PgArchive
-    from .postgres.repository import PgRepository
-    from .sqlite.archive import Archive
-    from .sqlite.repository import SqliteRepository
+    from .seam import AgentRepository, Archive
 
 SEP = "\x1e"  # ASCII record separator: never in a name (check_name)
 
@@ -75,7 +72,7 @@ class Namespace:
 
     def __init__(
         self,
-        repo: SqliteRepository | PgRepository,
+        repo: AgentRepository,
         name: str,
         agent_id: str,
         owner: str,
@@ -130,7 +127,7 @@ def _member_name(agent_id: str, members: Callable[[], list[str]]) -> str:
     return out
 
 
-def namespaces_of(repo: SqliteRepository | PgRepository, agent_id: str) -> list[NamespaceInfo]:
+def namespaces_of(repo: AgentRepository, agent_id: str) -> list[NamespaceInfo]:
     """The namespaces ``agent_id`` owns or is granted, by name."""
     out = []
     for name, owner, at in repo.namespaces_of(agent_id):
@@ -154,8 +151,8 @@ class ScopeGate:
 
     def __init__(
         self,
-        repo: SqliteRepository | PgRepository,
-        archive: Archive | PgArchive,
+        repo: AgentRepository,
+        archive: Archive,
         scope: Scope,
         namespace: str | None,
         agent_id: str,
@@ -177,13 +174,13 @@ class ScopeGate:
             )
 
     @property
-    def repo(self) -> SqliteRepository | PgRepository:
+    def repo(self) -> AgentRepository:
         """The scope's repository, once the grant is checked."""
         self.check()
         return self.__repo
 
     @property
-    def archive(self) -> Archive | PgArchive:
+    def archive(self) -> Archive:
         """The scope's archive of texts, once the grant is checked."""
         self.check()
         return self.__archive

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..base.config import StoreConfig
 from ..memory.records import to_us
@@ -18,29 +18,19 @@ from .records import entity_key
 from .rows import NewMemory
 
 if TYPE_CHECKING:
-    from ..memory.store import SqliteMemoryStore
-    from ..pg.store import PgMemoryStore
-    from .backends import StoreSide
     from .namespaces import ScopeGate
-    from .postgres.archive import PgArchive
-    from .postgres.repository import PgRepository
-    from .sqlite.archive import Archive
-    from .sqlite.repository import SqliteRepository
-
-# A write transaction of the layer: ``memory.tx.WriteTx`` on SQLite, ``pg.tx.PgWriteTx``
-# on PostgreSQL. Opaque to the facade: it only hands it back to its own repository.
-LayerTx = Any
+    from .seam import AgentRepository, Archive, LayerStore, StoreSide
 
 INITIAL_DIFFICULTY = 5.0  # FSRS D of a new memory (1 easy .. 10 hard)
 
 
 @dataclass(frozen=True)
 class Parts:
-    """The pieces of one open agent memory. ``store`` is a ``SqliteMemoryStore`` or a
-    ``PgMemoryStore``; ``repo`` and ``archive`` are that backend's (``backends``), read
-    through ``gate`` (the grant is checked on every read of either)."""
+    """The pieces of one open agent memory. ``store`` is the memory store below (the
+    seam's ``LayerStore``); ``repo`` and ``archive`` are its backend's (``backends``),
+    read through ``gate`` (the grant is checked on every read of either)."""
 
-    store: SqliteMemoryStore | PgMemoryStore
+    store: LayerStore
     side: StoreSide
     gate: ScopeGate
     config: StoreConfig
@@ -49,12 +39,12 @@ class Parts:
     agent_id: str
 
     @property
-    def repo(self) -> SqliteRepository | PgRepository:
+    def repo(self) -> AgentRepository:
         """The scope's repository (``ScopeGate.repo``: the grant checked)."""
         return self.gate.repo
 
     @property
-    def archive(self) -> Archive | PgArchive:
+    def archive(self) -> Archive:
         """The scope's archive (``ScopeGate.archive``: the grant checked)."""
         return self.gate.archive
 
@@ -100,4 +90,4 @@ def new_memory(
     )
 
 
-__all__ = ["LayerTx", "Parts", "new_memory"]
+__all__ = ["Parts", "new_memory"]

@@ -20,13 +20,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .parts import LayerTx
-    from .postgres.repository import PgRepository
-    from .sqlite.repository import SqliteRepository
+    from .seam import AgentRepository, LayerTx
 
 
 def derived_closure(
-    repo: SqliteRepository | PgRepository, ids: Sequence[str], tx: LayerTx | None = None
+    repo: AgentRepository, ids: Sequence[str], tx: LayerTx | None = None
 ) -> list[str]:
     """Every memory derived from ``ids``, directly or through other derived ones (live,
     forgotten or archived; ``ids`` themselves not), in id order."""
@@ -42,7 +40,7 @@ def derived_closure(
 
 
 def split_derived(
-    repo: SqliteRepository | PgRepository, ids: Sequence[str], tx: LayerTx | None = None
+    repo: AgentRepository, ids: Sequence[str], tx: LayerTx | None = None
 ) -> tuple[list[tuple[str, int]], list[str]]:
     """What was derived from ``ids`` (``derived_closure``): the (id, label) of the live
     ones, and the ids of those in the undo area."""
@@ -53,7 +51,7 @@ def split_derived(
 
 
 def held_elsewhere(
-    repo: SqliteRepository | PgRepository, ids: Sequence[str], tx: LayerTx | None = None
+    repo: AgentRepository, ids: Sequence[str], tx: LayerTx | None = None
 ) -> dict[str, tuple[str, int]]:
     """Those of ``ids`` (one forget's undo entries) that an undo must leave hidden, each
     with the (token, until_us) of the other forget that still hides one of its sources,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import CorruptStoreError
+from ..memory.records import Kind, Source
 from .records import Memory
 
 
@@ -98,8 +99,8 @@ class KeptMemory:
     org_id: str
     agent_id: str
     expires_at_us: int | None
-    kind: str
-    source: str | None
+    kind: Kind
+    source: Source
     metadata: str  # JSON
     embedding_model: str | None
 

@@ -30,6 +30,7 @@ from ..base.config import Layout, StoreConfig
 from ..base.errors import AccessDeniedError, InvalidArgumentError, NotFoundError
 from ..base.modes import MODES, Mode, search_mode
 from ..embed.vectors import Embedder
+from ..memory.seam import supports
 from ..storage.backup_log import last_backup
 from ..storage.credentials import Credential
 from ..storage.lock import writer_lock
@@ -308,7 +309,11 @@ class Inspector:
     def index_status(self) -> list[dict[str, Any]]:
         """Every sidecar's status, with how far it lags its source."""
         with self._reading() as mem:
-            rows = [s.to_dict() for s in mem.store.index_status()]
+            store = mem.store
+            # A store without sidecars (PostgreSQL) has none to list.
+            rows = (
+                [s.to_dict() for s in store.index_status()] if supports(store, "sidecars") else []
+            )
         with self._documents() as docs:
             if docs is not None:
                 rows += [s.to_dict() for s in docs.index_status()]

@@ -8,6 +8,7 @@ one. Real servers, no mocks."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -198,12 +199,14 @@ def test_forget_undo_round_trip_matches_sqlite(sides: tuple[Side, Side]) -> None
         assert [sorted(s.repo.forgotten_select("about", key)) for s in sides] == [want, want]
     now = to_us(START + timedelta(hours=1))
     got = [s.repo.forgotten(r.token, now) for s, r in zip(sides, receipts, strict=True)]
-    for (sid, sp, sv), (pid, pp, pv) in zip(*got, strict=True):
-        assert sid == pid and sv == pv  # the same float32 bytes
-        assert sp["memory"] == pp["memory"]
-        keep = [i for i in range(22) if i not in (1, 8)]  # not the label, not the fingerprint
-        assert [sp["am_memory"][i] for i in keep] == [pp["am_memory"][i] for i in keep]
-        assert sp["about"] == pp["about"]
+    for sq, pg in zip(*got, strict=True):
+        assert sq.id == pg.id and sq.vector == pg.vector  # the same float32 bytes
+        assert sq.payload.memory == pg.payload.memory
+        # the layer's columns, but the label and the fingerprint (each backend's own)
+        assert dataclasses.replace(sq.payload.layer, label=0, fingerprint="") == (
+            dataclasses.replace(pg.payload.layer, label=0, fingerprint="")
+        )
+        assert sq.payload.about == pg.payload.about
     assert [s.repo.purgeable(now) for s in sides] == [[], []]
     later = to_us(START + timedelta(days=8))
     assert [s.repo.purgeable(later) for s in sides] == [["m01", "m02"]] * 2
@@ -485,24 +488,25 @@ def _undo_steps(side: Side, token: str) -> tuple[Any, Any]:
     entries = side.repo.forgotten(token, side.life._mem.now_us())
     if not entries:
         raise NotFoundError("no forget with this token in its undo window")
-    payloads = [p for _, p, _ in entries]
+    payloads = [e.payload for e in entries]
     records = [
-        MemoryEntry(r[2], role=r[1], conversation_id=r[4], org_id=r[5], agent_id=r[6],
-                    created_at=from_us(r[3]), kind=r[8], source=r[9], metadata=json.loads(r[10]),
-                    id=r[0], embedding_model=r[11])
-        for r in (p["memory"] for p in payloads)
+        MemoryEntry(m.content, role=m.role, conversation_id=m.conversation_id, org_id=m.org_id,
+                    agent_id=m.agent_id, created_at=from_us(m.created_at_us), kind=m.kind,
+                    source=m.source, metadata=json.loads(m.metadata), id=m.id,
+                    embedding_model=m.embedding_model)
+        for m in (p.memory for p in payloads)
     ]  # fmt: skip
-    vectors = [np.frombuffer(v, dtype=np.float32) for _, _, v in entries]
+    vectors = [np.frombuffer(e.vector or b"", dtype=np.float32) for e in entries]
     return payloads, side.store.prepare(records, vectors)
 
 
 def _undo_commit(side: Side, payloads: Any, prepared: Any) -> None:
     with side.repo.transaction() as tx:
-        written = dict(tx.insert(prepared))
-        missing = [p["memory"][0] for p in payloads if p["memory"][0] not in written]
+        written = side.repo.reinsert(tx, prepared)
+        missing = [p.memory.id for p in payloads if p.memory.id not in written]
         if missing:  # the facade change proposed with this port
             raise NotFoundError(f"{missing[0]} was restored by another undo meanwhile")
-        side.repo.unforget(tx, payloads, [written[p["memory"][0]] for p in payloads])
+        side.repo.unforget(tx, payloads, [written[p.memory.id] for p in payloads])
 
 
 def test_two_undos_of_one_forget_restore_once(two: tuple[Side, Side]) -> None:

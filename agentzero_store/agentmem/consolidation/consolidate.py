@@ -28,7 +28,8 @@ from . import dedup
 
 if TYPE_CHECKING:
     from ..lifecycle import Lifecycle
-    from ..parts import LayerTx, Parts
+    from ..parts import Parts
+    from ..seam import LayerTx
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
 DAY_US = 86_400 * 1_000_000

@@ -29,7 +29,7 @@ from .core import MEMORY_COLUMNS, PgRepositoryCore
 
 if TYPE_CHECKING:
     from ...pg.store import PgMemoryStore
-    from ...pg.tx import PgWriteTx
+    from ..seam import LayerTx
 
 TABLE = "az_am_archive"
 FORGOTTEN = "az_am_forgotten"
@@ -60,7 +60,7 @@ def open_text(codec: LayerCodec, memory_id: str, blob: Any) -> tuple[str, str]:
 
 
 def store_texts(
-    tx: PgWriteTx,
+    tx: LayerTx,
     codec: LayerCodec,
     scope: tuple[str, str],
     rows: Sequence[tuple[str, str, str]],
@@ -100,9 +100,7 @@ class PgArchiveRows(PgRepositoryCore):
             out.append((str(r[1]), int(r[0]), e.content, meta_json(e.metadata)))
         return out
 
-    def mark_archived(
-        self, tx: PgWriteTx, rows: Sequence[tuple[str, int, str]], at_us: int
-    ) -> None:
+    def mark_archived(self, tx: LayerTx, rows: Sequence[tuple[str, int, str]], at_us: int) -> None:
         """Move the text of (id, label, digest) rows into ``az_am_archive`` and leave a
         pointer in their memory row (re-sealed; its vector and blinded terms stay), in
         ``tx``: the archive and the row commit together. Their salience is computed
@@ -137,7 +135,7 @@ class PgArchiveRows(PgRepositoryCore):
             updates,
         )
 
-    def unarchive(self, tx: PgWriteTx, mid: str, label: int, content: str, metadata: str) -> None:
+    def unarchive(self, tx: LayerTx, mid: str, label: int, content: str, metadata: str) -> None:
         """Put an archived memory's text back into its row (kind ``granted``, as SQLite
         does) and delete its ``az_am_archive`` copy, in ``tx``."""
         rows = self._q(
@@ -211,7 +209,7 @@ class PgArchive:
             f"{TABLE} of the store's database)"
         )
 
-    def _q(self, sql: str, params: Sequence[Any], tx: PgWriteTx | None) -> list[Any]:
+    def _q(self, sql: str, params: Sequence[Any], tx: LayerTx | None) -> list[Any]:
         return tx.query(sql, params) if tx is not None else self._store.query(sql, params)
 
     def digest(self, content: str, metadata: str) -> str:
@@ -225,7 +223,7 @@ class PgArchive:
         return bool(rows[0][0])
 
     def put(
-        self, rows: Sequence[tuple[str, str, str]], now_us: int, tx: PgWriteTx | None = None
+        self, rows: Sequence[tuple[str, str, str]], now_us: int, tx: LayerTx | None = None
     ) -> None:
         """Store (id, content, metadata JSON) rows, replacing earlier copies: in ``tx``
         if given, else in a transaction of its own. (``mark_archived`` stores the text
@@ -240,7 +238,7 @@ class PgArchive:
             store_texts(own, self._codec, self._scope, rows, now_us)
 
     def get(
-        self, digests: Mapping[str, str], tx: PgWriteTx | None = None
+        self, digests: Mapping[str, str], tx: LayerTx | None = None
     ) -> dict[str, tuple[str, str]]:
         """(content, metadata JSON) of each id, checked against the digest its memory
         row recorded; a missing or different text is a ``CorruptStoreError`` naming the
@@ -277,7 +275,7 @@ class PgArchive:
                 )
         return found
 
-    def delete(self, ids: Iterable[str], tx: PgWriteTx | None = None) -> int:
+    def delete(self, ids: Iterable[str], tx: LayerTx | None = None) -> int:
         """Delete these ids' texts of this scope; how many there were. PostgreSQL keeps
         no plaintext to scrub afterwards: the rows were sealed on the client, and their
         dead versions (until VACUUM) and the server's WAL hold only ciphertext."""

@@ -32,7 +32,7 @@ from ..records import Fact, HistoryEntry, Procedure
 from .core import PgRepositoryCore
 
 if TYPE_CHECKING:
-    from ...pg.tx import PgWriteTx
+    from ..seam import LayerTx
 
 # The first key of the two-key advisory locks (``pg_advisory_xact_lock(int4, int4)``):
 # a key space apart from the store's one-key schema lock, one class per kind of row.
@@ -54,7 +54,7 @@ class PgBeliefRows(PgRepositoryCore):
     """History, facts, edges and procedures (see the module)."""
 
     # ------------------------------------------------------------------ locks
-    def lock_belief(self, tx: PgWriteTx, subject_key: str, predicate_key: str) -> None:
+    def lock_belief(self, tx: LayerTx, subject_key: str, predicate_key: str) -> None:
         """Serialise writers of one (subject, predicate) until ``tx`` ends: SQLite's write
         lock did this; here two ``fact()`` calls could otherwise both find no current fact
         and both insert one. (A hash collision only makes two pairs wait for each other.)"""
@@ -62,7 +62,7 @@ class PgBeliefRows(PgRepositoryCore):
 
     # ------------------------------------------------------------------ history
     def append_history(
-        self, tx: PgWriteTx, at_us: int, entries: Sequence[tuple[str, str, dict[str, Any]]]
+        self, tx: LayerTx, at_us: int, entries: Sequence[tuple[str, str, dict[str, Any]]]
     ) -> None:
         """Append (op, target, detail) lines to the belief history."""
         tx.executemany(
@@ -127,7 +127,7 @@ class PgBeliefRows(PgRepositoryCore):
         )
 
     def current_facts(
-        self, subject_key: str, predicate_key: str, tx: PgWriteTx | None = None
+        self, subject_key: str, predicate_key: str, tx: LayerTx | None = None
     ) -> list[Fact]:
         """Facts of (subject, predicate) still believed, oldest first. Inside ``tx`` the
         pair is locked first (``lock_belief``) and the rows ``FOR UPDATE``: what the caller
@@ -186,7 +186,7 @@ class PgBeliefRows(PgRepositoryCore):
 
     def insert_fact(
         self,
-        tx: PgWriteTx,
+        tx: LayerTx,
         fact_id: str,
         parts: tuple[str, str, str],
         keys: tuple[str, str, str],
@@ -210,9 +210,7 @@ class PgBeliefRows(PgRepositoryCore):
             ),
         )
 
-    def close_fact(
-        self, tx: PgWriteTx, fact_id: str, at_us: int, superseded_by: str | None
-    ) -> None:
+    def close_fact(self, tx: LayerTx, fact_id: str, at_us: int, superseded_by: str | None) -> None:
         """End a fact's validity (superseded by another, or retracted)."""
         # Only a still-open fact: of two concurrent closes, the second (re-checking the
         # row after the first commits) changes nothing.
@@ -222,7 +220,7 @@ class PgBeliefRows(PgRepositoryCore):
             (at_us, superseded_by, superseded_by is None, fact_id, *self._scope),
         )
 
-    def set_confidence(self, tx: PgWriteTx, fact_id: str, confidence: float) -> None:
+    def set_confidence(self, tx: LayerTx, fact_id: str, confidence: float) -> None:
         """Change a fact's (and its memory's) confidence."""
         for table in ("az_am_fact", "az_memory"):
             tx.execute(
@@ -233,7 +231,7 @@ class PgBeliefRows(PgRepositoryCore):
 
     # ------------------------------------------------------------------ edges
     def add_edges(
-        self, tx: PgWriteTx, edges: Sequence[tuple[str, str, str, float]], at_us: int
+        self, tx: LayerTx, edges: Sequence[tuple[str, str, str, float]], at_us: int
     ) -> None:
         """Add (src, dst, type, confidence) edges (an existing one is kept)."""
         tx.executemany(
@@ -268,7 +266,7 @@ class PgBeliefRows(PgRepositoryCore):
         )
 
     def procedure_by_key(
-        self, action_key: str, context_key: str, tx: PgWriteTx | None = None
+        self, action_key: str, context_key: str, tx: LayerTx | None = None
     ) -> Procedure | None:
         """The procedure recorded for this action (in this context), if any. Inside
         ``tx`` the (action, context) is locked first, until ``tx`` ends: SQLite's write
@@ -310,7 +308,7 @@ class PgBeliefRows(PgRepositoryCore):
 
     def insert_procedure(
         self,
-        tx: PgWriteTx,
+        tx: LayerTx,
         pid: str,
         action: str,
         context: str | None,
@@ -334,7 +332,7 @@ class PgBeliefRows(PgRepositoryCore):
             ),
         )
 
-    def count_outcome(self, tx: PgWriteTx, pid: str, success: bool, at_us: int) -> None:
+    def count_outcome(self, tx: LayerTx, pid: str, success: bool, at_us: int) -> None:
         """One more success or failure."""
         # Incremented in the statement (the row's lock orders concurrent writers), never
         # read and written back: no outcome is lost to a concurrent count.

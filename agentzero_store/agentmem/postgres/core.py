@@ -13,9 +13,11 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import Scope, from_us
+from ...pg.tx import PgWriteTx
 from ...pg.write import Batch
 from ..fsrs import text_salience
 from ..records import Memory, entity_key
@@ -27,9 +29,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from ...memory.write import Prepared
     from ...pg.store import PgMemoryStore
-    from ...pg.tx import PgWriteTx
+    from ..seam import LayerTx, PreparedRows
 
 # The memory row's columns ``RowCodec.open`` reads, then the layer's, as ``_memory``
 # reads them: [0..7] the sealed memory row, [8] type, [9] speaker (sealed),
@@ -74,17 +75,17 @@ class PgRepositoryCore:
         """Create or upgrade the layer's tables (``postgres.schema.migrate``)."""
         schema.migrate(self._store.connection())
 
-    def feed_seq(self, tx: PgWriteTx) -> int:
+    def feed_seq(self, tx: LayerTx) -> int:
         """A value no earlier call returned: PostgreSQL has many writers and no change
         feed, so a handle's hot-tier cache is never trusted past one call (the hot turns
         are read again; ``context.HotTier``)."""
         return unrepeated_seq()
 
-    def transaction(self) -> Any:
+    def transaction(self) -> AbstractContextManager[PgWriteTx]:
         """The memory store's write transaction (a ``PgWriteTx`` context manager)."""
         return self._store.transaction()
 
-    def _q(self, sql: str, params: Sequence[Any] = (), tx: PgWriteTx | None = None) -> list[Any]:
+    def _q(self, sql: str, params: Sequence[Any] = (), tx: LayerTx | None = None) -> list[Any]:
         # Inside a write transaction, reads go through it and see its writes.
         if tx is not None:
             return tx.query(sql, params)
@@ -93,7 +94,7 @@ class PgRepositoryCore:
     def _blind(self, keys: Sequence[str]) -> list[str]:
         return [self.codec.blind(k) for k in keys]
 
-    def _lock(self, tx: PgWriteTx, cls: int, *keys: str) -> None:
+    def _lock(self, tx: LayerTx, cls: int, *keys: str) -> None:
         """Serialise writers of one (scope, ``keys``) until ``tx`` ends, where SQLite's
         one writer lock did: a read-then-write that must not run twice at once. Blinded
         keys only: the lock's argument is visible to the server (pg_locks). A hash
@@ -106,11 +107,12 @@ class PgRepositoryCore:
 
     # ------------------------------------------------------------------ inserts
     def insert(
-        self, tx: PgWriteTx, prepared: Batch | Prepared, metas: Sequence[NewMemory]
+        self, tx: LayerTx, prepared: PreparedRows, metas: Sequence[NewMemory]
     ) -> list[tuple[str, int]]:
         """Insert memory rows with the layer's columns through ``tx`` (``metas`` in the
         order of ``prepared``'s entries); the (id, label) of the rows written."""
-        assert isinstance(prepared, Batch), "prepared by the PostgreSQL store"
+        # The seam's transaction and rows are this backend's (its store made both).
+        assert isinstance(tx, PgWriteTx) and isinstance(prepared, Batch), "a PostgreSQL store's"
         written = tx.insert(prepared)
         if not written:
             return written
@@ -156,7 +158,7 @@ class PgRepositoryCore:
         self._add_speakers(tx, {m.speaker_key for m in metas if m.speaker_key})
         return written
 
-    def _add_speakers(self, tx: PgWriteTx, keys: set[str]) -> None:
+    def _add_speakers(self, tx: LayerTx, keys: set[str]) -> None:
         """Note speakers of this scope (once each: the entity signal's list of them)."""
         if keys:
             tx.execute(
@@ -165,9 +167,7 @@ class PgRepositoryCore:
                 (*self._scope, sorted(self._blind(sorted(keys)))),
             )
 
-    def find_duplicate(
-        self, fingerprint: str, type_: str, tx: PgWriteTx | None = None
-    ) -> str | None:
+    def find_duplicate(self, fingerprint: str, type_: str, tx: LayerTx | None = None) -> str | None:
         """The id of a memory of this type with the same text fingerprint, if any. Inside
         ``tx``, writers of the same text wait for each other first: two ``remember``
         calls of one note then store it once (the second finds the first's)."""
@@ -183,7 +183,7 @@ class PgRepositoryCore:
         return str(rows[0][0]) if rows else None
 
     # ------------------------------------------------------------------ decay, access
-    def log_access(self, tx: PgWriteTx, accesses: Sequence[tuple[str, int]]) -> None:
+    def log_access(self, tx: LayerTx, accesses: Sequence[tuple[str, int]]) -> None:
         """Append (memory id, time) accesses and bump each memory's counters."""
         if not accesses:
             return
@@ -212,7 +212,7 @@ class PgRepositoryCore:
         ]
 
     def set_review(
-        self, tx: PgWriteTx, memory_id: str, stability: float, difficulty: float, at_us: int
+        self, tx: LayerTx, memory_id: str, stability: float, difficulty: float, at_us: int
     ) -> None:
         """Store a memory's FSRS state after feedback."""
         tx.execute(
@@ -237,7 +237,7 @@ class PgRepositoryCore:
         ]
 
     def missing_salience(
-        self, ids: Sequence[str] | None = None, tx: PgWriteTx | None = None
+        self, ids: Sequence[str] | None = None, tx: LayerTx | None = None
     ) -> dict[str, float]:
         """The salience of memories that have none stored yet (of ``ids``, or of the
         whole scope), computed from their text, by id."""
@@ -252,7 +252,7 @@ class PgRepositoryCore:
             rows = self._q(f"{sql} AND m.id = ANY(%s)", (*self._scope, list(ids)), tx)
         return {str(r[1]): text_salience(self._rows.open(r[:8]).content, float(r[8])) for r in rows}
 
-    def fill_salience(self, tx: PgWriteTx, ids: Sequence[str] | None = None) -> dict[str, float]:
+    def fill_salience(self, tx: LayerTx, ids: Sequence[str] | None = None) -> dict[str, float]:
         """Compute and store the salience of memories that have none yet."""
         filled = self.missing_salience(ids, tx)
         if filled:
@@ -278,7 +278,7 @@ class PgRepositoryCore:
             out.append((str(r[1]), text, int(r[5]), r[8], int(r[9]), float(sal), float(r[11])))
         return out
 
-    def set_retrievability(self, tx: PgWriteTx, values: Sequence[tuple[float, str]]) -> None:
+    def set_retrievability(self, tx: LayerTx, values: Sequence[tuple[float, str]]) -> None:
         """Store each (R, id) snapshot."""
         if values:
             tx.execute(
@@ -333,7 +333,7 @@ class PgRepositoryCore:
         ]
 
     def sources_of(
-        self, ids: Sequence[str], tx: PgWriteTx | None = None
+        self, ids: Sequence[str], tx: LayerTx | None = None
     ) -> dict[str, tuple[str, ...]]:
         """The sources of each of ``ids`` that is derived (``az_am_source``), in id order."""
         out: dict[str, list[str]] = {}

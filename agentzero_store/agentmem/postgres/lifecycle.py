@@ -27,50 +27,116 @@ import numpy as np
 
 from ...base.errors import NotFoundError
 from ...memory.records import from_us
+from ...pg.tx import PgWriteTx
+from ...pg.write import Batch
 from ..records import entity_key
-from ..rows import NewMemory
+from ..rows import (
+    ForgetPayload,
+    Forgotten,
+    KeptLayer,
+    KeptMemory,
+    NewMemory,
+    PayloadTables,
+    decode_payload,
+    encode_payload,
+)
 from .archive import FORGOTTEN as _FORGOTTEN
 from .archive import TABLE as ARCHIVE
 from .archive import PgArchiveRows, meta_json
 from .core import MEMORY_COLUMNS
 
 if TYPE_CHECKING:
-    from ...pg.tx import PgWriteTx
+    from ..seam import LayerTx, PreparedRows
 
-# What forget keeps of a memory row: [0..7] the sealed row (MEMORY_COLUMNS), [8] vector,
-# then the layer's columns in ``AM_MEMORY_COLUMNS`` order from type to promoted_to.
-_FORGET_COLUMNS = (
-    f"{MEMORY_COLUMNS}, m.embedding::real[], m.type, m.speaker, m.fingerprint, m.confidence,"
-    " m.importance, m.salience, m.stability, m.difficulty,"
-    " coalesce(m.last_review_us, m.created_at_us), m.access_count, m.last_access_us,"
-    " m.retrievability, m.archived_at_us, m.archive_digest, m.promoted_to"
+# What forget reads of a memory row, by name: the sealed row ``RowCodec.open`` reads
+# first (``MEMORY_COLUMNS``), then its vector and the layer's columns.
+_FORGET = (
+    ("vector", "m.embedding::real[]"),
+    ("type", "m.type"),
+    ("speaker", "m.speaker"),
+    ("fingerprint", "m.fingerprint"),
+    ("confidence", "m.confidence"),
+    ("importance", "m.importance"),
+    ("salience", "m.salience"),
+    ("stability", "m.stability"),
+    ("difficulty", "m.difficulty"),
+    ("last_review_us", "coalesce(m.last_review_us, m.created_at_us)"),
+    ("access_count", "m.access_count"),
+    ("last_access_us", "m.last_access_us"),
+    ("retrievability", "m.retrievability"),
+    ("archived_at_us", "m.archived_at_us"),
+    ("archive_digest", "m.archive_digest"),
+    ("promoted_to", "m.promoted_to"),
 )
-# The layer's columns an undo writes back, as ``am_memory`` positions of the payload.
+_SEALED_ROW = tuple(c.strip().removeprefix("m.") for c in MEMORY_COLUMNS.split(","))
+_FORGET_NAMES = (*_SEALED_ROW, *(n for n, _ in _FORGET))
+_FORGET_COLUMNS = ", ".join([MEMORY_COLUMNS, *(sql for _, sql in _FORGET)])
+# The layer's columns an undo writes back (besides the speaker and its key).
 _RESTORED = (
-    ("type", 5),
-    ("confidence", 9),
-    ("importance", 10),
-    ("salience", 11),
-    ("stability", 12),
-    ("difficulty", 13),
-    ("last_review_us", 14),
-    ("access_count", 15),
-    ("last_access_us", 16),
-    ("retrievability", 17),
-    ("archived_at_us", 18),
-    ("archive_digest", 19),
-    ("promoted_to", 20),
+    "type",
+    "confidence",
+    "importance",
+    "salience",
+    "stability",
+    "difficulty",
+    "last_review_us",
+    "access_count",
+    "last_access_us",
+    "retrievability",
+    "archived_at_us",
+    "archive_digest",
+    "promoted_to",
+)
+# The columns of the tables a forget keeps rows of, in their table order (a payload
+# stores each row as a list in this order, a ``bytea`` as ``{"hex": ...}``).
+TABLES = PayloadTables(
+    fact=(
+        "id",
+        "org_id",
+        "agent_id",
+        "sealed",
+        "subject_key",
+        "predicate_key",
+        "object_key",
+        "confidence",
+        "single_valued",
+        "valid_from_us",
+        "valid_to_us",
+        "superseded_by",
+        "retracted",
+    ),
+    procedure=(
+        "id",
+        "org_id",
+        "agent_id",
+        "sealed",
+        "action_key",
+        "context_key",
+        "successes",
+        "failures",
+        "updated_at_us",
+    ),
+    edge=("src", "dst", "type", "org_id", "agent_id", "confidence", "created_at_us"),
 )
 _C = 'COLLATE "C"'  # order text ids as SQLite does (bytewise), whatever the db's locale
 
 
-def _to_json(row: Sequence[Any]) -> list[Any]:
-    """A table row as JSON values (a sealed ``bytea`` as ``{"hex": ...}``)."""
-    return [{"hex": bytes(v).hex()} if isinstance(v, bytes | memoryview) else v for v in row]
+def _to_json(columns: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    """A table row by column name, as JSON values (a ``bytea`` as ``{"hex": ...}``)."""
+    return {
+        c: {"hex": bytes(v).hex()} if isinstance(v, bytes | memoryview) else v
+        for c, v in zip(columns, row, strict=True)
+    }
 
 
-def _from_json(row: Sequence[Any]) -> list[Any]:
-    return [bytes.fromhex(v["hex"]) if isinstance(v, dict) else v for v in row]
+def _from_json(row: dict[str, Any]) -> tuple[Any, ...]:
+    """The values of a ``_to_json`` row, in its columns' order."""
+    return tuple(bytes.fromhex(v["hex"]) if isinstance(v, dict) else v for v in row.values())
+
+
+def _insert(table: str, columns: Sequence[str], conflict: str = "") -> str:
+    """An INSERT of ``columns`` (by name: a payload's ``TABLES`` columns)."""
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({_values(len(columns))}){conflict}"
 
 
 def _values(n: int) -> str:
@@ -80,7 +146,7 @@ def _values(n: int) -> str:
 class PgLifecycleRows(PgArchiveRows):
     """Forget, undo, erase, archive, consolidation and adoption (see the module)."""
 
-    def _lock_scope(self, tx: PgWriteTx) -> None:
+    def _lock_scope(self, tx: LayerTx) -> None:
         """Serialize this scope's forgets, undos, erases and purges until the commit
         (SQLite's single writer lock; other scopes are not held up, short of a 64-bit
         hash collision)."""
@@ -90,7 +156,7 @@ class PgLifecycleRows(PgArchiveRows):
     # ------------------------------------------------------------------ forget, undo
     def forget(
         self,
-        tx: PgWriteTx,
+        tx: LayerTx,
         chosen: Sequence[tuple[str, int]],
         token: str,
         at_us: int,
@@ -114,42 +180,51 @@ class PgLifecycleRows(PgArchiveRows):
         )
         if not rows:
             return
-        ids = [str(r[1]) for r in rows]
-        about: dict[str, list[list[str]]] = {}
+        read = [dict(zip(_FORGET_NAMES, r, strict=True)) for r in rows]
+        ids = [str(c["id"]) for c in read]
+        about: dict[str, list[tuple[str, str]]] = {}
         for mid, blob in self._q(
             "SELECT memory_id, entity FROM az_am_about WHERE memory_id = ANY(%s)",
             (ids,),
             tx,
         ):
             name = str(self.codec.open("az_am_about", mid, blob))
-            about.setdefault(mid, []).append([name, entity_key(name)])
-        facts = self._rows_by_id(tx, "az_am_fact", ids)
-        procs = self._rows_by_id(tx, "az_am_procedure", ids)
-        edges = self._q(
-            "SELECT * FROM az_am_edge WHERE src = ANY(%s) OR dst = ANY(%s)", (ids, ids), tx
-        )
-        kept = []
-        for r in rows:
-            mid = str(r[1])
-            ents = sorted(about.get(mid, []), key=lambda a: a[1])  # SQLite's (memory_id, key)
-            payload = self._payload(r, ents)
-            payload.update(
-                fact=facts.get(mid),
-                procedure=procs.get(mid),
-                edges=[_to_json(x) for x in edges if mid in (x[0], x[1])],
+            about.setdefault(mid, []).append((name, entity_key(name)))
+        facts = self._rows_by_id(tx, "az_am_fact", TABLES.fact, ids)
+        procs = self._rows_by_id(tx, "az_am_procedure", TABLES.procedure, ids)
+        edges = [
+            _to_json(TABLES.edge, x)
+            for x in self._q(
+                f"SELECT {', '.join(TABLES.edge)} FROM az_am_edge"
+                " WHERE src = ANY(%s) OR dst = ANY(%s)",
+                (ids, ids),
+                tx,
             )
-            skey = payload["am_memory"][-1]
+        ]
+        kept = []
+        for r, c in zip(rows, read, strict=True):
+            mid = str(c["id"])
+            ents = sorted(about.get(mid, []), key=lambda a: a[1])  # SQLite's (memory_id, key)
+            payload = self._kept(
+                r,
+                c,
+                ents,
+                facts.get(mid),
+                procs.get(mid),
+                [x for x in edges if mid in (x["src"], x["dst"])],
+            )
+            skey = payload.layer.speaker_key
             keys = {self.codec.blind(k) for _, k in ents} | (
                 {self.codec.blind(skey)} if skey else set()
             )
-            vec = None if r[8] is None else np.asarray(r[8], dtype=np.float32).tobytes()
-            sealed = self.codec.seal(_FORGOTTEN, mid, payload)
+            vec = None if c["vector"] is None else np.asarray(c["vector"], np.float32).tobytes()
+            sealed = self.codec.seal(_FORGOTTEN, mid, encode_payload(payload, TABLES))
             kept.append(
                 (
                     mid,
                     token,
                     *self._scope,
-                    r[4],
+                    c["conversation_id"],
                     json.dumps(sorted(keys)),
                     at_us,
                     until_us,
@@ -163,28 +238,67 @@ class PgLifecycleRows(PgArchiveRows):
             kept,
         )
         self._drop_layer_rows(tx, ids)
-        tx.delete_labels([int(r[0]) for r in rows])
+        tx.delete_labels([int(c["label"]) for c in read])
 
-    def _rows_by_id(self, tx: PgWriteTx, table: str, ids: Sequence[str]) -> dict[str, Any]:
-        rows = self._q(f"SELECT * FROM {table} WHERE id = ANY(%s)", (list(ids),), tx)
-        return {str(r[0]): _to_json(r) for r in rows}
+    def _rows_by_id(
+        self, tx: LayerTx, table: str, columns: Sequence[str], ids: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        rows = self._q(
+            f"SELECT {', '.join(columns)} FROM {table} WHERE id = ANY(%s)", (list(ids),), tx
+        )
+        return {str(r[0]): _to_json(columns, r) for r in rows}
 
-    def _payload(self, r: Sequence[Any], about: list[list[str]]) -> dict[str, Any]:
-        """What SQLite's forget keeps of a memory (a row of ``_FORGET_COLUMNS``), in its
-        layout (the facade's undo reads it): ``memory`` the memory row's columns,
-        ``am_memory`` the layer's in ``AM_MEMORY_COLUMNS`` order ([18] archived at, [19]
-        its digest), with the speaker and its entity key in plain (the payload is sealed
-        whole), and the keyed fingerprint in hex (an undo computes it again)."""
-        mid = str(r[1])
-        e = self._rows.open(r[:8])
-        speaker = self._speaker(mid, r[10])
-        memory = [mid, e.role, e.content, r[5], r[4], r[2], r[3], r[6]]
-        memory += [e.kind, e.source, meta_json(e.metadata), e.embedding_model]
-        layer = [mid, r[0], r[2], r[3], r[4], r[9], speaker, r[5], bytes(r[11]).hex()]
-        layer += [*r[12:24], entity_key(speaker) if speaker is not None else None]
-        return {"memory": memory, "am_memory": layer, "about": about}
+    def _kept(
+        self,
+        r: Sequence[Any],
+        c: dict[str, Any],
+        about: list[tuple[str, str]],
+        fact: dict[str, Any] | None,
+        procedure: dict[str, Any] | None,
+        edges: list[dict[str, Any]],
+    ) -> ForgetPayload:
+        """What forget keeps of a memory (``r`` a row of ``_FORGET_COLUMNS``, ``c`` the
+        same by name): the one place this backend fills a ``ForgetPayload``. Its speaker
+        and entity key are in plain (the payload is sealed whole), its keyed fingerprint
+        in hex (an undo computes it again)."""
+        mid = str(c["id"])
+        e = self._rows.open(r[: len(_SEALED_ROW)])
+        speaker = self._speaker(mid, c["speaker"])
+        return ForgetPayload(
+            KeptMemory(
+                id=mid,
+                role=e.role,
+                content=e.content,
+                created_at_us=c["created_at_us"],
+                conversation_id=c["conversation_id"],
+                org_id=c["org_id"],
+                agent_id=c["agent_id"],
+                expires_at_us=c["expires_at_us"],
+                kind=e.kind,
+                source=e.source,
+                metadata=meta_json(e.metadata),
+                embedding_model=e.embedding_model,
+            ),
+            KeptLayer(
+                id=mid,
+                label=c["label"],
+                org_id=c["org_id"],
+                agent_id=c["agent_id"],
+                conversation_id=c["conversation_id"],
+                type=c["type"],
+                speaker=speaker,
+                created_at_us=c["created_at_us"],
+                fingerprint=bytes(c["fingerprint"]).hex(),
+                **{n: c[n] for n in _RESTORED if n != "type"},
+                speaker_key=entity_key(speaker) if speaker is not None else None,
+            ),
+            tuple(about),
+            fact,
+            procedure,
+            tuple(edges),
+        )
 
-    def _drop_layer_rows(self, tx: PgWriteTx, ids: Sequence[str]) -> None:
+    def _drop_layer_rows(self, tx: LayerTx, ids: Sequence[str]) -> None:
         if not ids:
             return
         ids = list(ids)
@@ -193,7 +307,7 @@ class PgLifecycleRows(PgArchiveRows):
         tx.execute("DELETE FROM az_am_procedure WHERE id = ANY(%s)", (ids,))
         tx.execute("DELETE FROM az_am_edge WHERE src = ANY(%s) OR dst = ANY(%s)", (ids, ids))
 
-    def _drop_references(self, tx: PgWriteTx, ids: Sequence[str]) -> None:
+    def _drop_references(self, tx: LayerTx, ids: Sequence[str]) -> None:
         """Pins, core marks, provenance either way and every summary made from these
         memories (a summary's text may quote them): for erase, and the purge after an
         undo window."""
@@ -210,24 +324,30 @@ class PgLifecycleRows(PgArchiveRows):
         tx.execute(f"DELETE FROM az_am_summary WHERE id IN ({made})", (ids,))
         tx.execute(f"DELETE FROM az_am_summary_source WHERE summary_id IN ({made})", (ids,))
 
-    def forgotten(self, token: str, now_us: int) -> list[tuple[str, dict[str, Any], bytes | None]]:
-        """(id, payload, vector) of a forget still within its undo window."""
+    def forgotten(self, token: str, now_us: int) -> list[Forgotten]:
+        """The entries of a forget still within its undo window, by id."""
         rows = self._q(
             f"SELECT memory_id, payload, vector FROM {_FORGOTTEN} WHERE token = %s"
             f" AND org_id = %s AND agent_id = %s AND until_us > %s ORDER BY memory_id {_C}",
             (token, *self._scope, now_us),
         )
         return [
-            (
+            Forgotten(
                 str(r[0]),
-                self.codec.open(_FORGOTTEN, str(r[0]), r[1]),
+                decode_payload(self.codec.open(_FORGOTTEN, str(r[0]), r[1]), TABLES),
                 None if r[2] is None else bytes(r[2]),
             )
             for r in rows
         ]
 
+    def reinsert(self, tx: LayerTx, prepared: PreparedRows) -> dict[str, int]:
+        """Insert the memory rows of forgotten memories again (``unforget`` then puts the
+        layer's columns back); id -> label of the rows written."""
+        assert isinstance(tx, PgWriteTx) and isinstance(prepared, Batch), "a PostgreSQL store's"
+        return dict(tx.insert(prepared))
+
     def unforget(
-        self, tx: PgWriteTx, payloads: Sequence[dict[str, Any]], labels: Sequence[int]
+        self, tx: LayerTx, payloads: Sequence[ForgetPayload], labels: Sequence[int]
     ) -> None:
         """Put the layer's rows of forgotten memories back (their memory rows were just
         re-inserted through ``tx`` under ``labels``) and empty their undo entries.
@@ -236,7 +356,7 @@ class PgLifecycleRows(PgArchiveRows):
         handle undid, erased or purged one of them meanwhile, ``NotFoundError``, and the
         caller's transaction (its re-inserted rows too) rolls back: never restored twice,
         never brought back after an erase."""
-        ids = [str(p["am_memory"][0]) for p in payloads]
+        ids = [p.layer.id for p in payloads]
         if not ids:
             return
         self._lock_scope(tx)
@@ -256,19 +376,19 @@ class PgLifecycleRows(PgArchiveRows):
         speakers: set[str] = set()
         updates: list[tuple[Any, ...]] = []
         about: list[tuple[Any, ...]] = []
-        facts: list[list[Any]] = []
-        procs: list[list[Any]] = []
-        edges: list[list[Any]] = []
+        facts: list[tuple[Any, ...]] = []
+        procs: list[tuple[Any, ...]] = []
+        edges: list[tuple[Any, ...]] = []
         for p, label in zip(payloads, labels, strict=True):
-            am = list(p["am_memory"])
-            mid, speaker = str(am[0]), am[6]
+            kept = p.layer
+            mid, speaker = kept.id, kept.speaker
             key = entity_key(speaker) if speaker is not None else None
             updates.append(
                 (
-                    *(am[i] for _, i in _RESTORED[:1]),
+                    kept.type,
                     None if speaker is None else self.codec.seal("az_memory.speaker", mid, speaker),
                     None if key is None else self.codec.blind(key),
-                    *(am[i] for _, i in _RESTORED[1:]),
+                    *(getattr(kept, n) for n in _RESTORED[1:]),
                     int(label),
                     *self._scope,
                 )
@@ -277,15 +397,15 @@ class PgLifecycleRows(PgArchiveRows):
                 speakers.add(key)
             about.extend(
                 (mid, *self._scope, self.codec.seal("az_am_about", mid, e), self.codec.blind(k))
-                for e, k in p["about"]
+                for e, k in p.about
                 if k != key
             )
-            if p["fact"] is not None:
-                facts.append(_from_json(p["fact"]))
-            if p["procedure"] is not None:
-                procs.append(_from_json(p["procedure"]))
-            edges.extend(_from_json(e) for e in p["edges"])
-        cols = ["type", "speaker", "speaker_key", *(n for n, _ in _RESTORED[1:])]
+            if p.fact is not None:
+                facts.append(_from_json(p.fact))
+            if p.procedure is not None:
+                procs.append(_from_json(p.procedure))
+            edges.extend(_from_json(e) for e in p.edges)
+        cols = ["type", "speaker", "speaker_key", *_RESTORED[1:]]
         tx.executemany(
             f"UPDATE az_memory SET ({', '.join(cols)}) = ({_values(len(cols))})"
             " WHERE label = %s AND org_id = %s AND agent_id = %s",
@@ -296,14 +416,14 @@ class PgLifecycleRows(PgArchiveRows):
             " VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
             about,
         )
-        for table, rows in (("az_am_fact", facts), ("az_am_procedure", procs)):
+        for table, columns, rows in (
+            ("az_am_fact", TABLES.fact, facts),
+            ("az_am_procedure", TABLES.procedure, procs),
+        ):
             if rows:
-                tx.executemany(f"INSERT INTO {table} VALUES ({_values(len(rows[0]))})", rows)
+                tx.executemany(_insert(table, columns), rows)
         if edges:
-            tx.executemany(
-                f"INSERT INTO az_am_edge VALUES ({_values(len(edges[0]))}) ON CONFLICT DO NOTHING",
-                edges,
-            )
+            tx.executemany(_insert("az_am_edge", TABLES.edge, " ON CONFLICT DO NOTHING"), edges)
         self._add_speakers(tx, speakers)
 
     def forgotten_select(self, selector: str, value: str) -> list[str]:
@@ -334,7 +454,7 @@ class PgLifecycleRows(PgArchiveRows):
     # ------------------------------------------------------------------ erase
     def erase(
         self,
-        tx: PgWriteTx,
+        tx: LayerTx,
         chosen: Sequence[tuple[str, int]],
         forgotten: Sequence[str],
         selector: str,
@@ -371,7 +491,7 @@ class PgLifecycleRows(PgArchiveRows):
             (*self._scope, at_us, selector, len(chose), json.dumps(chose), json.dumps(derived)),
         )
 
-    def prune_speakers(self, tx: PgWriteTx) -> None:
+    def prune_speakers(self, tx: LayerTx) -> None:
         """Forget the speakers of this scope no live memory has any more (after erase or
         a purge: a speaker's name is not kept once what they said is gone; an undo adds
         a forgotten memory's speaker back)."""
@@ -390,7 +510,7 @@ class PgLifecycleRows(PgArchiveRows):
             str(r[0]) for r in self._q(f"SELECT memory_id FROM az_am_purge ORDER BY memory_id {_C}")
         ]
 
-    def clear_purge(self, tx: PgWriteTx, ids: Sequence[str]) -> None:
+    def clear_purge(self, tx: LayerTx, ids: Sequence[str]) -> None:
         """The cleanup of these erased ids finished."""
         tx.execute("DELETE FROM az_am_purge WHERE memory_id = ANY(%s)", (list(ids),))
 
@@ -441,7 +561,7 @@ class PgLifecycleRows(PgArchiveRows):
         """Entities of each memory (as written)."""
         return self._about(ids)
 
-    def set_promoted(self, tx: PgWriteTx, ids: Sequence[str], to: str) -> None:
+    def set_promoted(self, tx: LayerTx, ids: Sequence[str], to: str) -> None:
         """These episodes made (or joined) the semantic memory ``to``."""
         tx.execute(
             "UPDATE az_memory SET promoted_to = %s WHERE id = ANY(%s) AND org_id = %s"
@@ -449,7 +569,7 @@ class PgLifecycleRows(PgArchiveRows):
             (to, list(ids), *self._scope),
         )
 
-    def add_access_counts(self, tx: PgWriteTx, into: str, from_ids: Sequence[str]) -> None:
+    def add_access_counts(self, tx: LayerTx, into: str, from_ids: Sequence[str]) -> None:
         """Fold the access counts of merged twins into the one kept."""
         tx.execute(
             "UPDATE az_memory SET access_count = access_count + (SELECT coalesce(sum("
@@ -487,12 +607,12 @@ class PgLifecycleRows(PgArchiveRows):
             )
         ]
 
-    def drop(self, tx: PgWriteTx, chosen: Sequence[tuple[str, int]]) -> None:
+    def drop(self, tx: LayerTx, chosen: Sequence[tuple[str, int]]) -> None:
         """Delete memories for good (expired, or orphaned), with their layer rows."""
         self._drop_layer_rows(tx, [mid for mid, _ in chosen])
         tx.delete_labels([label for _, label in chosen if label >= 0])
 
-    def schedule_purge(self, tx: PgWriteTx, ids: Sequence[str]) -> None:
+    def schedule_purge(self, tx: LayerTx, ids: Sequence[str]) -> None:
         """Erase undo entries whose window passed (and expired memories, just dropped):
         their references and archived texts go in ``tx`` (SQLite leaves that to a purge
         after the commit). An entry another handle undid meanwhile (the memory is live
@@ -512,7 +632,7 @@ class PgLifecycleRows(PgArchiveRows):
 
     # ------------------------------------------------------------------ adoption
     def unadopted(
-        self, limit: int = 5_000, tx: PgWriteTx | None = None
+        self, limit: int = 5_000, tx: LayerTx | None = None
     ) -> tuple[list[tuple[int, str, str, str, int]], int, int]:
         """Up to ``limit`` (label, id, conversation_id, content, created_at_us) of memory
         rows of this scope without the layer's columns yet (written by

@@ -1,4 +1,6 @@
-"""The agent memory's ``StoreSide`` on PostgreSQL (see ``agentmem.backends``)."""
+"""The agent memory's ``StoreSide`` on PostgreSQL (see ``agentmem.backends``). Where mypy
+checks this backend against the seam: ``repository`` and ``archive`` are typed to return
+the seam's Protocols, ``side`` the ``StoreSide``."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import Scope
+from ...pg.store import PgMemoryStore
 from .archive import PgArchive
 from .core import unrepeated_seq
 from .repository import PgRepository
@@ -14,7 +17,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from ...pg.store import PgMemoryStore
+    from ..seam import AgentRepository, Archive, LayerStore, StoreSide
 
 
 class PgSide:
@@ -23,10 +26,12 @@ class PgSide:
     def __init__(self, store: PgMemoryStore) -> None:
         self.store = store
 
-    def repository(self, org_id: str, agent_id: str) -> PgRepository:
+    def repository(self, org_id: str, agent_id: str) -> AgentRepository:
+        """The scope's ``PgRepository``."""
         return PgRepository(self.store, org_id, agent_id)
 
-    def archive(self, org_id: str, agent_id: str) -> PgArchive:
+    def archive(self, org_id: str, agent_id: str) -> Archive:
+        """The scope's ``PgArchive`` (the table ``az_am_archive``)."""
         return PgArchive(self.store, org_id, agent_id)
 
     def nearest(
@@ -55,4 +60,10 @@ class PgSide:
         return unrepeated_seq()  # the hot-tier cache is never trusted
 
 
-__all__ = ["PgSide"]
+def side(store: LayerStore) -> StoreSide:
+    """The PostgreSQL side of ``store`` (``backends.side_of`` chose it: no data dir)."""
+    assert isinstance(store, PgMemoryStore), "a store without a data dir is PostgreSQL's"
+    return PgSide(store)
+
+
+__all__ = ["PgSide", "side"]

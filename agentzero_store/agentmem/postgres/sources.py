@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 from .core import PgRepositoryCore
 
 if TYPE_CHECKING:
-    from ...pg.tx import PgWriteTx
+    from ..seam import LayerTx
 
 
 class PgSourceRows(PgRepositoryCore):
     """Provenance rows of one scope (see the module)."""
 
-    def add_sources(self, tx: PgWriteTx, memory_id: str, sources: Sequence[str]) -> None:
+    def add_sources(self, tx: LayerTx, memory_id: str, sources: Sequence[str]) -> None:
         """Record that ``memory_id`` was derived from ``sources`` (more may follow)."""
         tx.execute(
             "INSERT INTO az_am_source (memory_id, source_id, org_id, agent_id)"
@@ -24,7 +24,7 @@ class PgSourceRows(PgRepositoryCore):
             (memory_id, list(sources), *self._scope),
         )
 
-    def derived_from(self, ids: Sequence[str], tx: PgWriteTx | None = None) -> set[str]:
+    def derived_from(self, ids: Sequence[str], tx: LayerTx | None = None) -> set[str]:
         """Ids of the memories derived directly from any of ``ids`` (live, forgotten or
         archived: provenance outlives a forget)."""
         rows = self._q(
@@ -35,7 +35,7 @@ class PgSourceRows(PgRepositoryCore):
         )
         return {str(r[0]) for r in rows}
 
-    def live_of(self, ids: Sequence[str], tx: PgWriteTx | None = None) -> list[tuple[str, int]]:
+    def live_of(self, ids: Sequence[str], tx: LayerTx | None = None) -> list[tuple[str, int]]:
         """(id, label) of those of ``ids`` that are live memories of this scope."""
         rows = self._q(
             "SELECT id, label FROM az_memory WHERE id = ANY(%s) AND org_id = %s"
@@ -46,7 +46,7 @@ class PgSourceRows(PgRepositoryCore):
         return sorted((str(r[0]), int(r[1])) for r in rows)
 
     def forgotten_of(
-        self, ids: Sequence[str], tx: PgWriteTx | None = None
+        self, ids: Sequence[str], tx: LayerTx | None = None
     ) -> dict[str, tuple[str, int]]:
         """The (token, until_us) of those of ``ids`` in this scope's undo area."""
         rows = self._q(
@@ -57,7 +57,7 @@ class PgSourceRows(PgRepositoryCore):
         )
         return {str(r[0]): (str(r[1]), int(r[2])) for r in rows}
 
-    def move_forgotten(self, tx: PgWriteTx, ids: Sequence[str], token: str, until_us: int) -> None:
+    def move_forgotten(self, tx: LayerTx, ids: Sequence[str], token: str, until_us: int) -> None:
         """Put undo entries under another forget (its token and window): a derived
         memory one undo cannot bring back while another forget still hides a source."""
         tx.execute(

@@ -19,12 +19,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...memory.records import from_us
+from ...memory.store import SqliteMemoryStore
 from ..sqlite.schema import migrate_chain
 from .records import Skill, skill_key, tag_key
 
 if TYPE_CHECKING:
-    from ...memory.store import SqliteMemoryStore
     from ...memory.tx import WriteTx
+    from ..seam import DataDirLayerStore
 
 SCHEMA_KEY = "agentmem_skills_schema"
 _MIGRATIONS: tuple[str, ...] = (
@@ -74,6 +75,12 @@ class SqliteSkillRepository:
     def __init__(self, store: SqliteMemoryStore, org_id: str, agent_id: str) -> None:
         self._store = store
         self._scope = (org_id, agent_id)
+
+    @classmethod
+    def of(cls, store: DataDirLayerStore, org_id: str, agent_id: str) -> SqliteSkillRepository:
+        """The skill tables of a data dir's store (``seam.in_data_dir``: its ``memory.db``)."""
+        assert isinstance(store, SqliteMemoryStore), "a data dir's store is SQLite's"
+        return cls(store, org_id, agent_id)
 
     def migrate(self) -> None:
         """Create or upgrade the skill tables (``schema.migrate_chain``)."""

@@ -22,9 +22,9 @@ from ...base.errors import (
     SkillFileError,
     UnsupportedByBackendError,
 )
-from ...memory.store import SqliteMemoryStore
 from ...storage.fileio import atomic_write, translate_os_errors
 from ..memory import AgentMemory
+from ..seam import in_data_dir
 from .markdown import MAX_FILE_BYTES, SkillParseError, file_names, parse, render
 from .records import (
     Skill,
@@ -50,16 +50,18 @@ class SkillStore:
                 f"SkillStore needs an AgentMemory, got {type(mem).__name__}",
                 hint="AgentMemory.open(data_dir, ...), or SkillStore.open(data_dir, ...)",
             )
-        if not isinstance(mem.store, SqliteMemoryStore):
+        store = mem.store
+        if not in_data_dir(store):  # the capability, not the backend's class
             raise UnsupportedByBackendError(
                 "skills are not on PostgreSQL yet: they need a data dir",
                 hint="open the SkillStore on a data dir (AgentMemory.open(data_dir, ...))",
             )
+        self._data_dir = store.data_dir
         self._mem = mem
         self._own = _own_memory
         scope = mem.gate.scope()  # the handle's scope, not the acting agent's own
         # Name-mangled: reached only through ``repo``, which checks the grant first.
-        self.__skills = SqliteSkillRepository(mem.store, str(scope.org_id), str(scope.agent_id))
+        self.__skills = SqliteSkillRepository.of(store, str(scope.org_id), str(scope.agent_id))
         self.__skills.migrate()
 
     @classmethod
@@ -154,7 +156,7 @@ class SkillStore:
         anything is written). Each file is written atomically, mode 0600: these files
         are plaintext."""
         target = Path(directory).expanduser()
-        root = Path(self._mem.store.data_dir).resolve()
+        root = Path(self._data_dir).resolve()
         where = target.resolve()
         if where == root or root in where.parents:
             raise InvalidArgumentError(

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ...base.errors import CorruptStoreError
 from ...storage.sqlcipher import Database
+from ..rows import payload_path
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS archived (
@@ -64,11 +65,12 @@ def required_texts(memory_db: Database) -> dict[str, str]:
             )
         )
     if "am_forgotten" in tables:
-        # The payload keeps the am_memory row as a list: [18] archived_at_us, [19] digest.
+        # The payload keeps the layer's columns (``rows.encode_payload``).
         out.update(
             memory_db.query(
-                "SELECT memory_id, json_extract(payload, '$.am_memory[19]') FROM am_forgotten"
-                " WHERE json_extract(payload, '$.am_memory[18]') IS NOT NULL"
+                "SELECT memory_id, json_extract(payload, ?) FROM am_forgotten"
+                " WHERE json_extract(payload, ?) IS NOT NULL",
+                (payload_path("archive_digest"), payload_path("archived_at_us")),
             )
         )
     return out

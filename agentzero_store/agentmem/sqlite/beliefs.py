@@ -14,7 +14,7 @@ from ..records import Fact, HistoryEntry, Procedure
 from .core import RepositoryCore, batches
 
 if TYPE_CHECKING:
-    from ...memory.tx import WriteTx
+    from ..seam import LayerTx
 
 
 class BeliefRows(RepositoryCore):
@@ -22,7 +22,7 @@ class BeliefRows(RepositoryCore):
 
     # ------------------------------------------------------------------ history
     def append_history(
-        self, tx: WriteTx, at_us: int, entries: Sequence[tuple[str, str, dict[str, Any]]]
+        self, tx: LayerTx, at_us: int, entries: Sequence[tuple[str, str, dict[str, Any]]]
     ) -> None:
         """Append (op, target, detail) lines to the belief history."""
         tx.executemany(
@@ -45,7 +45,7 @@ class BeliefRows(RepositoryCore):
         return [HistoryEntry(r[0], from_us(r[1]), r[2], r[3], json.loads(r[4])) for r in rows]
 
     # ------------------------------------------------------------------ facts
-    def lock_belief(self, tx: WriteTx, subject_key: str, predicate_key: str) -> None:
+    def lock_belief(self, tx: LayerTx, subject_key: str, predicate_key: str) -> None:
         """Serialise writers of one (subject, predicate) until ``tx`` ends: nothing to do,
         the store's write lock (held by ``tx``) already does (see ``postgres.beliefs``)."""
 
@@ -70,7 +70,7 @@ class BeliefRows(RepositoryCore):
         )
 
     def current_facts(
-        self, subject_key: str, predicate_key: str, tx: WriteTx | None = None
+        self, subject_key: str, predicate_key: str, tx: LayerTx | None = None
     ) -> list[Fact]:
         """Facts of (subject, predicate) still believed, oldest first."""
         rows = self._q(
@@ -121,7 +121,7 @@ class BeliefRows(RepositoryCore):
 
     def insert_fact(
         self,
-        tx: WriteTx,
+        tx: LayerTx,
         fact_id: str,
         parts: tuple[str, str, str],
         keys: tuple[str, str, str],
@@ -137,7 +137,7 @@ class BeliefRows(RepositoryCore):
             (fact_id, *self._scope, *parts, *keys, confidence, int(single_valued), valid_from_us),
         )
 
-    def close_fact(self, tx: WriteTx, fact_id: str, at_us: int, superseded_by: str | None) -> None:
+    def close_fact(self, tx: LayerTx, fact_id: str, at_us: int, superseded_by: str | None) -> None:
         """End a fact's validity (superseded by another, or retracted)."""
         tx.execute(
             "UPDATE am_fact SET valid_to_us = ?, superseded_by = ?, retracted = ?"
@@ -145,14 +145,14 @@ class BeliefRows(RepositoryCore):
             (at_us, superseded_by, int(superseded_by is None), fact_id),
         )
 
-    def set_confidence(self, tx: WriteTx, fact_id: str, confidence: float) -> None:
+    def set_confidence(self, tx: LayerTx, fact_id: str, confidence: float) -> None:
         """Change a fact's (and its memory's) confidence."""
         tx.execute("UPDATE am_fact SET confidence = ? WHERE id = ?", (confidence, fact_id))
         tx.execute("UPDATE memory SET confidence = ? WHERE id = ?", (confidence, fact_id))
 
     # ------------------------------------------------------------------ edges
     def add_edges(
-        self, tx: WriteTx, edges: Sequence[tuple[str, str, str, float]], at_us: int
+        self, tx: LayerTx, edges: Sequence[tuple[str, str, str, float]], at_us: int
     ) -> None:
         """Add (src, dst, type, confidence) edges (an existing one is kept)."""
         tx.executemany(
@@ -176,7 +176,7 @@ class BeliefRows(RepositoryCore):
     _PROC = "id, action, context, successes, failures"
 
     def procedure_by_key(
-        self, action_key: str, context_key: str, tx: WriteTx | None = None
+        self, action_key: str, context_key: str, tx: LayerTx | None = None
     ) -> Procedure | None:
         """The procedure recorded for this action (in this context), if any."""
         rows = self._q(
@@ -201,7 +201,7 @@ class BeliefRows(RepositoryCore):
 
     def insert_procedure(
         self,
-        tx: WriteTx,
+        tx: LayerTx,
         pid: str,
         action: str,
         context: str | None,
@@ -216,7 +216,7 @@ class BeliefRows(RepositoryCore):
             (pid, *self._scope, action, context, *keys, int(success), int(not success), at_us),
         )
 
-    def count_outcome(self, tx: WriteTx, pid: str, success: bool, at_us: int) -> None:
+    def count_outcome(self, tx: LayerTx, pid: str, success: bool, at_us: int) -> None:
         """One more success or failure."""
         col = "successes" if success else "failures"
         tx.execute(

@@ -5,9 +5,11 @@ and the classes built on it: ``sqlite.reads``, ``sqlite.beliefs``, ``sqlite.life
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ...memory.rows import placeholders
+from ...memory.tx import WriteTx
 from ...memory.write import ExtraColumns, Prepared
 from ..fsrs import text_salience
 from ..rows import NewMemory
@@ -15,8 +17,7 @@ from .schema import MIGRATIONS, SCHEMA_KEY, migrate_chain
 
 if TYPE_CHECKING:
     from ...memory.store import SqliteMemoryStore
-    from ...memory.tx import WriteTx
-    from ...pg.write import Batch
+    from ..seam import LayerTx, PreparedRows
 
 # memory columns, then the layer's, as ``_memory`` reads them
 READ_COLUMNS = (
@@ -59,11 +60,11 @@ class RepositoryCore:
         """Create or upgrade the layer's tables (``schema.migrate_chain``)."""
         migrate_chain(self._store, SCHEMA_KEY, MIGRATIONS, "agent-memory")
 
-    def feed_seq(self, tx: WriteTx) -> int:
+    def feed_seq(self, tx: LayerTx) -> int:
         """The change feed's newest seq, read inside ``tx`` (under the write lock)."""
         return int(tx.query("SELECT max(seq) FROM changes")[0][0] or 0)
 
-    def transaction(self) -> Any:
+    def transaction(self) -> AbstractContextManager[WriteTx]:
         """The memory store's write transaction (a ``WriteTx`` context manager)."""
         return self._store.transaction()
 
@@ -72,7 +73,7 @@ class RepositoryCore:
         sql: str,
         values: Sequence[Any],
         after: Sequence[Any] = (),
-        tx: WriteTx | None = None,
+        tx: LayerTx | None = None,
     ) -> list[Any]:
         """The rows of ``sql`` (its ``{in}`` a placeholder list) over ``values`` in
         batches below SQLite's bound-variable limit; ``after``: parameters that follow."""
@@ -82,7 +83,7 @@ class RepositoryCore:
             rows.extend(self._q(sql_part, (*part, *after), tx))
         return rows
 
-    def _q(self, sql: str, params: Sequence[Any] = (), tx: WriteTx | None = None) -> list[Any]:
+    def _q(self, sql: str, params: Sequence[Any] = (), tx: LayerTx | None = None) -> list[Any]:
         # Inside a write transaction, reads go through it: they see its writes, and no
         # other writer can change what they saw before it commits.
         if tx is not None:
@@ -91,14 +92,15 @@ class RepositoryCore:
 
     # ------------------------------------------------------------------ inserts
     def insert(
-        self, tx: WriteTx, prepared: Prepared | Batch, metas: Sequence[NewMemory]
+        self, tx: LayerTx, prepared: PreparedRows, metas: Sequence[NewMemory]
     ) -> list[tuple[str, int]]:
         """Insert memory rows with the layer's columns through ``tx``: ``metas`` in the
         order of ``prepared``'s entries. Returns the (id, label) of the rows written (an
         identical re-send is not). One INSERT per table: the memory row carries the
         layer's columns; only entities other than the speaker get ``am_about`` rows, and
         each speaker new to the scope one ``am_speaker`` row."""
-        assert isinstance(prepared, Prepared), "prepared by the SQLite store"
+        # The seam's transaction and rows are this backend's (its store made both).
+        assert isinstance(tx, WriteTx) and isinstance(prepared, Prepared), "a SQLite store's"
         if not prepared.entries:
             return []
         # One tuple per distinct record (a batch of turns shares one per speaker): a
@@ -133,7 +135,7 @@ class RepositoryCore:
         self._add_speakers(tx, {m.speaker_key for m in metas if m.speaker_key})
         return written
 
-    def _add_speakers(self, tx: WriteTx, keys: set[str]) -> None:
+    def _add_speakers(self, tx: LayerTx, keys: set[str]) -> None:
         """Note speakers of this scope (once each: the entity signal's list of them)."""
         if keys:
             tx.executemany(
@@ -141,7 +143,7 @@ class RepositoryCore:
                 [(*self._scope, k) for k in sorted(keys)],
             )
 
-    def find_duplicate(self, fingerprint: str, type_: str, tx: WriteTx | None = None) -> str | None:
+    def find_duplicate(self, fingerprint: str, type_: str, tx: LayerTx | None = None) -> str | None:
         """The id of a memory of this type with the same text fingerprint, if any."""
         # Only notes are indexed by fingerprint (memory_note_fp): an episodic one is
         # looked for among the scope's rows (remember(type="episodic") is rare; turns are
@@ -156,7 +158,7 @@ class RepositoryCore:
         return str(rows[0][0]) if rows else None
 
     # ------------------------------------------------------------------ decay, access
-    def log_access(self, tx: WriteTx, accesses: Sequence[tuple[str, int]]) -> None:
+    def log_access(self, tx: LayerTx, accesses: Sequence[tuple[str, int]]) -> None:
         """Append (memory id, time) accesses and bump each memory's counters."""
         tx.executemany("INSERT INTO am_access (memory_id, at_us) VALUES (?, ?)", accesses)
         tx.executemany(
@@ -175,7 +177,7 @@ class RepositoryCore:
         ]
 
     def set_review(
-        self, tx: WriteTx, memory_id: str, stability: float, difficulty: float, at_us: int
+        self, tx: LayerTx, memory_id: str, stability: float, difficulty: float, at_us: int
     ) -> None:
         """Store a memory's FSRS state after feedback."""
         tx.execute(
@@ -200,7 +202,7 @@ class RepositoryCore:
         ]
 
     def missing_salience(
-        self, ids: Sequence[str] | None = None, tx: WriteTx | None = None
+        self, ids: Sequence[str] | None = None, tx: LayerTx | None = None
     ) -> dict[str, float]:
         """The salience of memories that have none stored yet (of ``ids``, or of the
         whole scope), computed from their text, by id (``fill_salience`` stores it)."""
@@ -218,7 +220,7 @@ class RepositoryCore:
                 )
         return {str(mid): text_salience(text, float(imp)) for mid, text, imp in rows}
 
-    def fill_salience(self, tx: WriteTx, ids: Sequence[str] | None = None) -> dict[str, float]:
+    def fill_salience(self, tx: LayerTx, ids: Sequence[str] | None = None) -> dict[str, float]:
         """Compute and store the salience of memories that have none yet (of ``ids``, or
         of the whole scope): before consolidation decays them, and before archive moves
         their text away. Returns what it stored, by id."""
@@ -250,7 +252,7 @@ class RepositoryCore:
             )
         ]
 
-    def set_retrievability(self, tx: WriteTx, values: Sequence[tuple[float, str]]) -> None:
+    def set_retrievability(self, tx: LayerTx, values: Sequence[tuple[float, str]]) -> None:
         """Store each (R, id) snapshot."""
         tx.executemany("UPDATE memory SET retrievability = ? WHERE id = ?", values)
 

@@ -9,19 +9,71 @@ from typing import TYPE_CHECKING, Any
 
 from ...memory.records import from_us
 from ...memory.rows import placeholders
+from ...memory.tx import WriteTx
+from ...memory.write import Prepared
 from ..records import entity_key
-from ..rows import NewMemory
+from ..rows import (
+    KEPT_LAYER,
+    KEPT_MEMORY,
+    ForgetPayload,
+    Forgotten,
+    KeptLayer,
+    KeptMemory,
+    NewMemory,
+    PayloadTables,
+    decode_payload,
+    encode_payload,
+    payload_path,
+)
 from .core import batches
 from .reads import ReadRows
-from .schema import AM_MEMORY_COLUMNS, LAYER_COLUMNS
+from .schema import LAYER_COLUMNS
 
-# The layer's columns in an ``am_memory`` row as forget keeps it (after id and label,
-# the org, agent, conversation, created_at and fingerprint of the memory row itself).
+# The layer's columns an undo writes back into the memory row (its speaker key is
+# computed again from its speaker).
 _KEPT = [n for n, _ in LAYER_COLUMNS if n != "speaker_key"]
-_KEPT_AT = {n: AM_MEMORY_COLUMNS.replace(" ", "").split(",").index(n) for n in _KEPT}
+# The columns of the tables a forget keeps rows of, in their table order (a payload
+# stores each row as a list in this order: ``rows.encode_payload``).
+TABLES = PayloadTables(
+    fact=(
+        "id",
+        "org_id",
+        "agent_id",
+        "subject",
+        "predicate",
+        "object",
+        "subject_key",
+        "predicate_key",
+        "object_key",
+        "confidence",
+        "single_valued",
+        "valid_from_us",
+        "valid_to_us",
+        "superseded_by",
+        "retracted",
+    ),
+    procedure=(
+        "id",
+        "org_id",
+        "agent_id",
+        "action",
+        "context",
+        "action_key",
+        "context_key",
+        "successes",
+        "failures",
+        "updated_at_us",
+    ),
+    edge=("src", "dst", "type", "org_id", "agent_id", "confidence", "created_at_us"),
+)
 
 if TYPE_CHECKING:
-    from ...memory.tx import WriteTx
+    from ..seam import LayerTx, PreparedRows
+
+
+def _insert(table: str, row: dict[str, Any], conflict: str = "") -> str:
+    """An INSERT of ``row``'s columns (by name: a payload's ``TABLES`` columns)."""
+    return f"INSERT {conflict} INTO {table} ({', '.join(row)}) VALUES ({placeholders(len(row))})"
 
 
 class LifecycleRows(ReadRows):
@@ -30,7 +82,7 @@ class LifecycleRows(ReadRows):
     # ------------------------------------------------------------------ forget, undo
     def forget(
         self,
-        tx: WriteTx,
+        tx: LayerTx,
         chosen: Sequence[tuple[str, int]],
         token: str,
         at_us: int,
@@ -40,27 +92,10 @@ class LifecycleRows(ReadRows):
         kept there (text, vector, decay state, facts, edges), then deleted everywhere, in
         the caller's one transaction, so no index can still return them."""
         for mid, label in chosen:
-            mem = tx.query(
-                "SELECT id, role, content, created_at_us, conversation_id, org_id, agent_id,"
-                " expires_at_us, kind, source, metadata, embedding_model FROM memory"
-                " WHERE label = ?",
-                (label,),
-            )[0]
-            am = tx.query(f"SELECT {AM_MEMORY_COLUMNS} FROM am_memory WHERE id = ?", (mid,))[0]
-            about = tx.query("SELECT entity, key FROM am_about WHERE memory_id = ?", (mid,))
-            keys = [a[1] for a in about] + ([am[-1]] if am[-1] is not None else [])
-            fact = tx.query("SELECT * FROM am_fact WHERE id = ?", (mid,))
-            proc = tx.query("SELECT * FROM am_procedure WHERE id = ?", (mid,))
-            edges = tx.query("SELECT * FROM am_edge WHERE src = ? OR dst = ?", (mid, mid))
+            payload = self._kept(tx, mid, label)
             vec = tx.query("SELECT embedding FROM memory_vec WHERE label = ?", (label,))
-            payload = {
-                "memory": list(mem),
-                "am_memory": list(am),
-                "about": [list(a) for a in about],
-                "fact": list(fact[0]) if fact else None,
-                "procedure": list(proc[0]) if proc else None,
-                "edges": [list(e) for e in edges],
-            }
+            skey = payload.layer.speaker_key
+            keys = {k for _, k in payload.about} | ({skey} if skey is not None else set())
             tx.execute(
                 "INSERT INTO am_forgotten (memory_id, token, org_id, agent_id, conversation_id,"
                 " about, forgotten_at_us, until_us, payload, vector) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -68,18 +103,45 @@ class LifecycleRows(ReadRows):
                     mid,
                     token,
                     *self._scope,
-                    mem[4],
-                    json.dumps(sorted(set(keys))),
+                    payload.memory.conversation_id,
+                    json.dumps(sorted(keys)),
                     at_us,
                     until_us,
-                    json.dumps(payload),
+                    json.dumps(encode_payload(payload, TABLES)),
                     vec[0][0] if vec else None,
                 ),
             )
         self._drop_layer_rows(tx, [mid for mid, _ in chosen])
         tx.delete_labels([label for _, label in chosen])
 
-    def _drop_layer_rows(self, tx: WriteTx, ids: Sequence[str]) -> None:
+    def _kept(self, tx: LayerTx, mid: str, label: int) -> ForgetPayload:
+        """What forget keeps of one memory: its rows, read by column name (the one place
+        this backend fills a ``ForgetPayload``)."""
+
+        def one(table: str, columns: Sequence[str], where: str, *args: Any) -> list[Any]:
+            return tx.query(f"SELECT {', '.join(columns)} FROM {table} WHERE {where}", args)
+
+        def named(columns: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+            return dict(zip(columns, row, strict=True))
+
+        fact = one("am_fact", TABLES.fact, "id = ?", mid)
+        proc = one("am_procedure", TABLES.procedure, "id = ?", mid)
+        return ForgetPayload(
+            KeptMemory(**named(KEPT_MEMORY, one("memory", KEPT_MEMORY, "label = ?", label)[0])),
+            KeptLayer(**named(KEPT_LAYER, one("am_memory", KEPT_LAYER, "id = ?", mid)[0])),
+            tuple(
+                (str(e), str(k))
+                for e, k in one("am_about", ("entity", "key"), "memory_id = ?", mid)
+            ),
+            named(TABLES.fact, fact[0]) if fact else None,
+            named(TABLES.procedure, proc[0]) if proc else None,
+            tuple(
+                named(TABLES.edge, e)
+                for e in one("am_edge", TABLES.edge, "src = ? OR dst = ?", mid, mid)
+            ),
+        )
+
+    def _drop_layer_rows(self, tx: LayerTx, ids: Sequence[str]) -> None:
         for part in batches(list(ids)):
             ph, args = placeholders(len(part)), list(part)
             for table, col in (
@@ -90,7 +152,7 @@ class LifecycleRows(ReadRows):
                 tx.execute(f"DELETE FROM {table} WHERE {col} IN ({ph})", args)
             tx.execute(f"DELETE FROM am_edge WHERE src IN ({ph}) OR dst IN ({ph})", args + args)
 
-    def _drop_references(self, tx: WriteTx, ids: Sequence[str]) -> None:
+    def _drop_references(self, tx: LayerTx, ids: Sequence[str]) -> None:
         """Pins, core marks, provenance either way and every summary made from these
         memories (a summary's text may quote them): for erase, and the purge after an
         undo window."""
@@ -106,45 +168,50 @@ class LifecycleRows(ReadRows):
             tx.execute(f"DELETE FROM am_summary WHERE id IN ({made})", args)
             tx.execute(f"DELETE FROM am_summary_source WHERE summary_id IN ({made})", args)
 
-    def forgotten(self, token: str, now_us: int) -> list[tuple[str, dict[str, Any], bytes | None]]:
-        """(id, payload, vector) of a forget still within its undo window."""
+    def forgotten(self, token: str, now_us: int) -> list[Forgotten]:
+        """The entries of a forget still within its undo window, by id."""
         rows = self._q(
             "SELECT memory_id, payload, vector FROM am_forgotten WHERE token = ? AND org_id = ?"
             " AND agent_id = ? AND until_us > ? ORDER BY memory_id",
             (token, *self._scope, now_us),
         )
-        return [(str(r[0]), json.loads(r[1]), r[2]) for r in rows]
+        return [Forgotten(str(r[0]), decode_payload(json.loads(r[1]), TABLES), r[2]) for r in rows]
+
+    def reinsert(self, tx: LayerTx, prepared: PreparedRows) -> dict[str, int]:
+        """Insert the memory rows of forgotten memories again (``unforget`` then puts the
+        layer's columns back); id -> label of the rows written."""
+        assert isinstance(tx, WriteTx) and isinstance(prepared, Prepared), "a SQLite store's"
+        return dict(tx.insert(prepared))
 
     def unforget(
-        self, tx: WriteTx, payloads: Sequence[dict[str, Any]], labels: Sequence[int]
+        self, tx: LayerTx, payloads: Sequence[ForgetPayload], labels: Sequence[int]
     ) -> None:
         """Put the layer's rows of forgotten memories back (their memory rows were just
         re-inserted through ``tx`` under ``labels``) and empty their undo entries."""
         speakers: set[str] = set()
         for p, label in zip(payloads, labels, strict=True):
-            am = list(p["am_memory"])
+            kept = p.layer
             # A payload kept before the layer's columns moved into the memory row has no
             # speaker key, and its speaker among its am_about rows.
-            speaker = am[_KEPT_AT["speaker"]]
-            key = entity_key(speaker) if speaker is not None else None
+            key = entity_key(kept.speaker) if kept.speaker is not None else None
             tx.execute(
                 f"UPDATE memory SET ({', '.join(_KEPT)}, speaker_key) ="
                 f" ({placeholders(len(_KEPT) + 1)}) WHERE label = ?",
-                (*(am[_KEPT_AT[n]] for n in _KEPT), key, label),
+                (*(getattr(kept, n) for n in _KEPT), key, label),
             )
             if key is not None:
                 speakers.add(key)
             tx.executemany(
                 "INSERT OR IGNORE INTO am_about (memory_id, org_id, agent_id, entity, key)"
                 " VALUES (?,?,?,?,?)",
-                [(am[0], *self._scope, e, k) for e, k in p["about"] if k != key],
+                [(kept.id, *self._scope, e, k) for e, k in p.about if k != key],
             )
-            for table, row in (("am_fact", p["fact"]), ("am_procedure", p["procedure"])):
+            for table, row in (("am_fact", p.fact), ("am_procedure", p.procedure)):
                 if row is not None:
-                    tx.execute(f"INSERT INTO {table} VALUES ({placeholders(len(row))})", row)
-            for e in p["edges"]:
-                tx.execute(f"INSERT OR IGNORE INTO am_edge VALUES ({placeholders(len(e))})", e)
-            tx.execute("DELETE FROM am_forgotten WHERE memory_id = ?", (am[0],))
+                    tx.execute(_insert(table, row), tuple(row.values()))
+            for e in p.edges:
+                tx.execute(_insert("am_edge", e, "OR IGNORE"), tuple(e.values()))
+            tx.execute("DELETE FROM am_forgotten WHERE memory_id = ?", (kept.id,))
         self._add_speakers(tx, speakers)
 
     def forgotten_select(self, selector: str, value: str) -> list[str]:
@@ -174,7 +241,7 @@ class LifecycleRows(ReadRows):
     # ------------------------------------------------------------------ erase
     def erase(
         self,
-        tx: WriteTx,
+        tx: LayerTx,
         chosen: Sequence[tuple[str, int]],
         forgotten: Sequence[str],
         selector: str,
@@ -205,7 +272,7 @@ class LifecycleRows(ReadRows):
         )
         tx.executemany("INSERT OR IGNORE INTO am_purge (memory_id) VALUES (?)", [(i,) for i in ids])
 
-    def prune_speakers(self, tx: WriteTx) -> None:
+    def prune_speakers(self, tx: LayerTx) -> None:
         """Forget the speakers of this scope no live memory has any more (after erase or
         a purge: a speaker's name is not kept once what they said is gone; an undo adds
         a forgotten memory's speaker back)."""
@@ -220,7 +287,7 @@ class LifecycleRows(ReadRows):
         """Ids erased whose cleanup after the commit has not finished (any scope)."""
         return [str(r[0]) for r in self._q("SELECT memory_id FROM am_purge ORDER BY memory_id")]
 
-    def clear_purge(self, tx: WriteTx, ids: Sequence[str]) -> None:
+    def clear_purge(self, tx: LayerTx, ids: Sequence[str]) -> None:
         """The cleanup of these erased ids finished."""
         tx.executemany("DELETE FROM am_purge WHERE memory_id = ?", [(i,) for i in ids])
 
@@ -265,7 +332,7 @@ class LifecycleRows(ReadRows):
         rows = self._q("SELECT embedding FROM memory_vec WHERE label = ?", (label,))
         return bytes(rows[0][0]) if rows else None
 
-    def mark_archived(self, tx: WriteTx, rows: Sequence[tuple[str, int, str]], at_us: int) -> None:
+    def mark_archived(self, tx: LayerTx, rows: Sequence[tuple[str, int, str]], at_us: int) -> None:
         """The text of (id, label, digest) rows is now in the archive: the memory row keeps
         kind ``archived`` and a pointer instead of it (its vector and keywords stay). Its
         salience is computed first if it never was: it needs the text."""
@@ -280,7 +347,7 @@ class LifecycleRows(ReadRows):
             [(at_us, digest, mid) for mid, _, digest in rows],
         )
 
-    def unarchive(self, tx: WriteTx, mid: str, label: int, content: str, metadata: str) -> None:
+    def unarchive(self, tx: LayerTx, mid: str, label: int, content: str, metadata: str) -> None:
         """Put an archived memory's text back into its row."""
         tx.execute(
             "UPDATE memory SET content = ?, metadata = ?, kind = 'granted' WHERE label = ?",
@@ -303,8 +370,8 @@ class LifecycleRows(ReadRows):
         return {
             str(r[0])
             for r in self._q(
-                "SELECT memory_id FROM am_forgotten WHERE json_extract(payload,"
-                " '$.am_memory[18]') IS NOT NULL"
+                "SELECT memory_id FROM am_forgotten WHERE json_extract(payload, ?) IS NOT NULL",
+                (payload_path("archived_at_us"),),
             )
         }
 
@@ -327,11 +394,11 @@ class LifecycleRows(ReadRows):
         """Entities of each memory (as written)."""
         return self._about(ids)
 
-    def set_promoted(self, tx: WriteTx, ids: Sequence[str], to: str) -> None:
+    def set_promoted(self, tx: LayerTx, ids: Sequence[str], to: str) -> None:
         """These episodes made (or joined) the semantic memory ``to``."""
         tx.executemany("UPDATE memory SET promoted_to = ? WHERE id = ?", [(to, i) for i in ids])
 
-    def add_access_counts(self, tx: WriteTx, into: str, from_ids: Sequence[str]) -> None:
+    def add_access_counts(self, tx: LayerTx, into: str, from_ids: Sequence[str]) -> None:
         """Fold the access counts of merged twins into the one kept."""
         for part in batches(list(from_ids)):
             tx.execute(
@@ -369,12 +436,12 @@ class LifecycleRows(ReadRows):
             )
         ]
 
-    def drop(self, tx: WriteTx, chosen: Sequence[tuple[str, int]]) -> None:
+    def drop(self, tx: LayerTx, chosen: Sequence[tuple[str, int]]) -> None:
         """Delete memories for good (expired, or orphaned), with their layer rows."""
         self._drop_layer_rows(tx, [mid for mid, _ in chosen])
         tx.delete_labels([label for _, label in chosen if label >= 0])
 
-    def schedule_purge(self, tx: WriteTx, ids: Sequence[str]) -> None:
+    def schedule_purge(self, tx: LayerTx, ids: Sequence[str]) -> None:
         """Empty undo entries whose window passed, leaving their cleanup pending exactly
         like an erase's (``am_purge``)."""
         tx.executemany("DELETE FROM am_forgotten WHERE memory_id = ?", [(i,) for i in ids])
@@ -383,7 +450,7 @@ class LifecycleRows(ReadRows):
 
     # ------------------------------------------------------------------ adoption
     def unadopted(
-        self, limit: int = 5_000, tx: WriteTx | None = None
+        self, limit: int = 5_000, tx: LayerTx | None = None
     ) -> tuple[list[tuple[int, str, str, str, int]], int, int]:
         """Up to ``limit`` (label, id, conversation_id, content, created_at_us) of memory
         rows of this scope without a layer row yet (written by ``SqliteMemoryStore`` or

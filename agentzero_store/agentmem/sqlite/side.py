@@ -1,5 +1,7 @@
 """The agent memory's ``StoreSide`` on SQLite (see ``agentmem.backends``): a data dir's
-``memory.db`` and ``memory.archive.db``."""
+``memory.db`` and ``memory.archive.db``. Where mypy checks this backend against the seam:
+``repository`` and ``archive`` are typed to return the seam's Protocols, ``side`` the
+``StoreSide``."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from ...base.config import Layout
 from ...memory.records import Scope
 from ...memory.schema import purge_keyword_index
+from ...memory.store import SqliteMemoryStore
+from .. import seam
 from .archive import Archive
 from .repository import SqliteRepository
 
@@ -16,7 +20,17 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from ...memory.store import SqliteMemoryStore
+    from ..seam import AgentRepository, LayerStore, StoreSide
+
+
+def archive_of(store: SqliteMemoryStore) -> Archive:
+    """The archive file of ``store``'s data dir (opened on first use)."""
+    return Archive(
+        Layout(store.data_dir).memory_archive,
+        store.keys.archive_key,
+        store.store_id,
+        store.config.busy_timeout_ms,
+    )
 
 
 class SqliteSide:
@@ -25,18 +39,13 @@ class SqliteSide:
     def __init__(self, store: SqliteMemoryStore) -> None:
         self.store = store
 
-    def repository(self, org_id: str, agent_id: str) -> SqliteRepository:
+    def repository(self, org_id: str, agent_id: str) -> AgentRepository:
+        """The scope's ``SqliteRepository``."""
         return SqliteRepository(self.store, org_id, agent_id)
 
-    def archive(self, org_id: str, agent_id: str) -> Archive:
+    def archive(self, org_id: str, agent_id: str) -> seam.Archive:
         """The data dir's archive file (one for every scope)."""
-        s = self.store
-        return Archive(
-            Layout(s.data_dir).memory_archive,
-            s.keys.archive_key,
-            s.store_id,
-            s.config.busy_timeout_ms,
-        )
+        return archive_of(self.store)
 
     def nearest(
         self, qv: npt.NDArray[np.float32], pool: int, scope: Scope, now_us: int
@@ -66,4 +75,11 @@ class SqliteSide:
         """Nothing: SQLite's plans do not depend on statistics here."""
 
 
-__all__ = ["SqliteSide"]
+def side(store: LayerStore) -> StoreSide:
+    """The SQLite side of ``store``, a data dir's store (``backends.side_of`` chose it by
+    the capability ``"data_dir"``)."""
+    assert isinstance(store, SqliteMemoryStore), "a data dir's store is SQLite's"
+    return SqliteSide(store)
+
+
+__all__ = ["SqliteSide", "archive_of", "side"]

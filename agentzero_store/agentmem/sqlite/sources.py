@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 from .core import RepositoryCore
 
 if TYPE_CHECKING:
-    from ...memory.tx import WriteTx
+    from ..seam import LayerTx
 
 
 class SourceRows(RepositoryCore):
     """Provenance rows of one scope (see the module)."""
 
-    def add_sources(self, tx: WriteTx, memory_id: str, sources: Sequence[str]) -> None:
+    def add_sources(self, tx: LayerTx, memory_id: str, sources: Sequence[str]) -> None:
         """Record that ``memory_id`` was derived from ``sources`` (more may follow)."""
         tx.executemany(
             "INSERT OR IGNORE INTO am_source (memory_id, source_id, org_id, agent_id)"
@@ -25,7 +25,7 @@ class SourceRows(RepositoryCore):
         )
 
     def sources_of(
-        self, ids: Sequence[str], tx: WriteTx | None = None
+        self, ids: Sequence[str], tx: LayerTx | None = None
     ) -> dict[str, tuple[str, ...]]:
         """The sources of each of ``ids`` that is derived, in id order."""
         out: dict[str, list[str]] = {}
@@ -37,7 +37,7 @@ class SourceRows(RepositoryCore):
             out.setdefault(str(mid), []).append(str(src))
         return {k: tuple(v) for k, v in out.items()}
 
-    def derived_from(self, ids: Sequence[str], tx: WriteTx | None = None) -> set[str]:
+    def derived_from(self, ids: Sequence[str], tx: LayerTx | None = None) -> set[str]:
         """Ids of the memories derived directly from any of ``ids`` (live, forgotten or
         archived: provenance outlives a forget)."""
         sql = (
@@ -46,13 +46,13 @@ class SourceRows(RepositoryCore):
         )
         return {str(r[0]) for r in self._each(sql, ids, self._scope, tx)}
 
-    def live_of(self, ids: Sequence[str], tx: WriteTx | None = None) -> list[tuple[str, int]]:
+    def live_of(self, ids: Sequence[str], tx: LayerTx | None = None) -> list[tuple[str, int]]:
         """(id, label) of those of ``ids`` that are live memories of this scope."""
         sql = "SELECT id, label FROM am_memory WHERE id IN ({in}) AND org_id = ? AND agent_id = ?"
         return sorted((str(r[0]), int(r[1])) for r in self._each(sql, ids, self._scope, tx))
 
     def forgotten_of(
-        self, ids: Sequence[str], tx: WriteTx | None = None
+        self, ids: Sequence[str], tx: LayerTx | None = None
     ) -> dict[str, tuple[str, int]]:
         """The (token, until_us) of those of ``ids`` in this scope's undo area."""
         sql = (
@@ -61,7 +61,7 @@ class SourceRows(RepositoryCore):
         )
         return {str(r[0]): (str(r[1]), int(r[2])) for r in self._each(sql, ids, self._scope, tx)}
 
-    def move_forgotten(self, tx: WriteTx, ids: Sequence[str], token: str, until_us: int) -> None:
+    def move_forgotten(self, tx: LayerTx, ids: Sequence[str], token: str, until_us: int) -> None:
         """Put undo entries under another forget (its token and window): a derived
         memory one undo cannot bring back while another forget still hides a source."""
         tx.executemany(

@@ -46,7 +46,7 @@ from ..transfer.side import (
 from .archive import Archive, text_digest
 from .repository import SqliteRepository
 from .schema import SCHEMA_KEY
-from .side import SqliteSide
+from .side import archive_of
 
 if TYPE_CHECKING:
     from ...memory.store import SqliteMemoryStore
@@ -105,7 +105,7 @@ class SqliteLayer:
     def archive(self) -> Archive:
         """The data dir's archive file (opened on first use; ``close`` closes it)."""
         if self._archive is None:
-            self._archive = SqliteSide(self._store).archive("", "")
+            self._archive = archive_of(self._store)
         return self._archive
 
     def close(self) -> None:
