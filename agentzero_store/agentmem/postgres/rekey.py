@@ -37,6 +37,7 @@ instead of the rotation laundering it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -47,9 +48,11 @@ from ...pg.rekey import BATCH, MemoryRow, RekeyTx, RowChange
 from ...pg.rows import RowCodec
 from ...storage.keys import StoreKeys
 from ..records import entity_key
+from ..rows import ForgetPayload, decode_payload, encode_payload
 from .archive import FORGOTTEN, TABLE, open_text
 from .beliefs import history_row_id
 from .codec import LayerCodec
+from .lifecycle import TABLES as PAYLOAD_TABLES
 from .schema import SCHEMA_KEY, SCHEMA_VERSION
 
 Advance = Callable[[int], None]
@@ -68,10 +71,6 @@ TABLES = (
     TABLE,
     "az_am_speaker",
 )
-# Positions in a forget payload's ``am_memory`` (``lifecycle._payload``) and in the
-# fact and procedure rows it keeps (``SELECT *`` of their tables, ``schema.V1``).
-_FP, _ARCHIVED_AT, _DIGEST, _SPEAKER_KEY = 8, 18, 19, -1
-_SEALED = 3  # the sealed column of az_am_fact and az_am_procedure rows
 
 
 @dataclass
@@ -319,55 +318,71 @@ class LayerRekey:
 
     def _forgotten(self) -> Iterator[int]:
         for rows in self._batches(f"SELECT memory_id, org_id, agent_id, payload FROM {FORGOTTEN}"):
-            payloads = [self._pair(o, a)[0].open(FORGOTTEN, m, b) for m, o, a, b in rows]
+            payloads = [
+                decode_payload(self._pair(o, a)[0].open(FORGOTTEN, m, b), PAYLOAD_TABLES)
+                for m, o, a, b in rows
+            ]
             texts = self._archived(
                 [
                     (m, o, a)
                     for (m, o, a, _), p in zip(rows, payloads, strict=True)
-                    if p["am_memory"][_ARCHIVED_AT] is not None
+                    if p.layer.archived_at_us is not None
                 ]
             )
             out = []
             for (mid, org, agent, _), p in zip(rows, payloads, strict=True):
-                about = self._rekey_payload(mid, org, agent, p, texts.get(mid))
-                out.append((mid, self._pair(org, agent)[1].seal(FORGOTTEN, mid, p), about))
+                new_p, about = self._rekey_payload(mid, org, agent, p, texts.get(mid))
+                sealed = self._pair(org, agent)[1].seal(
+                    FORGOTTEN, mid, encode_payload(new_p, PAYLOAD_TABLES)
+                )
+                out.append((mid, sealed, about))
             self._tx.update(
                 FORGOTTEN, [("memory_id", "text")], [("payload", "bytea"), ("about", "text")], out
             )
             yield len(rows)
 
     def _rekey_payload(
-        self, mid: str, org: str, agent: str, p: dict[str, Any], text: tuple[str, str] | None
-    ) -> str:
-        """Re-key what an undo writes back from payload ``p`` (in place); the new
-        ``about`` column (``lifecycle.forget``'s: its entities' and speaker's keys)."""
+        self, mid: str, org: str, agent: str, p: ForgetPayload, text: tuple[str, str] | None
+    ) -> tuple[ForgetPayload, str]:
+        """What an undo writes back from payload ``p``, re-keyed; and the new ``about``
+        column (``lifecycle.forget``'s: its entities' and speaker's keys)."""
         old, new = self._pair(org, agent)
-        am = p["am_memory"]
-        texts = [str(p["memory"][2])] + ([text[0]] if text is not None else [])
-        stored = bytes.fromhex(am[_FP])
+        kept = p.layer
+        texts = [p.memory.content] + ([text[0]] if text is not None else [])
+        stored = bytes.fromhex(kept.fingerprint)
         match = next((t for t in texts if self._rows[0].fingerprint_text(t) == stored), None)
         if match is None:
             self.report.keys_recomputed.append(mid)
-        am[_FP] = self._rows[1].fingerprint_text(match or texts[-1]).hex()
-        if am[_DIGEST] is not None and text is not None:
-            am[_DIGEST] = self._digest(old, new, text, am[_DIGEST], mid)
-        if p.get("fact") is not None:
-            f = p["fact"]
+        digest = kept.archive_digest
+        if digest is not None and text is not None:
+            digest = self._digest(old, new, text, digest, mid)
+        fact, proc = p.fact, p.procedure
+        if fact is not None:
+            names = ("subject_key", "predicate_key", "object_key")
             sealed, keys = self._fact_parts(
-                old, new, str(f[0]), bytes.fromhex(f[_SEALED]["hex"]), f[4:7]
-            )
-            f[_SEALED], f[4:7] = {"hex": sealed.hex()}, keys
-        if p.get("procedure") is not None:
-            r = p["procedure"]
+                old, new, str(fact["id"]), bytes.fromhex(fact["sealed"]["hex"]),
+                [fact[n] for n in names],
+            )  # fmt: skip
+            fact = {**fact, "sealed": {"hex": sealed.hex()}, **dict(zip(names, keys, strict=True))}
+        if proc is not None:
+            proc_names = ("action_key", "context_key")
             sealed, keys = self._procedure_parts(
-                old, new, str(r[0]), bytes.fromhex(r[_SEALED]["hex"]), r[4:6]
-            )
-            r[_SEALED], r[4:6] = {"hex": sealed.hex()}, keys
-        speaker = am[_SPEAKER_KEY]
+                old, new, str(proc["id"]), bytes.fromhex(proc["sealed"]["hex"]),
+                [proc[n] for n in proc_names],
+            )  # fmt: skip
+            proc = {
+                **proc,
+                "sealed": {"hex": sealed.hex()},
+                **dict(zip(proc_names, keys, strict=True)),
+            }
+        speaker = kept.speaker_key
         if speaker:
             self._speakers.setdefault((org, agent), set()).add(str(speaker))
-        plain = {str(k) for _, k in p["about"]} | ({str(speaker)} if speaker else set())
-        return json.dumps(sorted(new.blind(k) for k in plain))
+        plain = {str(k) for _, k in p.about} | ({str(speaker)} if speaker else set())
+        fingerprint = self._rows[1].fingerprint_text(match or texts[-1]).hex()
+        layer = dataclasses.replace(kept, fingerprint=fingerprint, archive_digest=digest)
+        rekeyed = dataclasses.replace(p, layer=layer, fact=fact, procedure=proc)
+        return rekeyed, json.dumps(sorted(new.blind(k) for k in plain))
 
     def _archive(self) -> Iterator[int]:
         for rows in self._batches(f"SELECT id, org_id, agent_id, sealed FROM {TABLE}"):
