@@ -21,13 +21,18 @@ PostgreSQL URL): the same facade, recall, lifecycle and consolidation over the s
   cache (SQLite's change feed; PostgreSQL has many writers and no feed, so never the same
   value twice: the cache is never trusted and hot turns are read each time).
 
-``side_of`` is the one place that picks a side, by the store's capability (a data dir),
-not by its class.
+``side_of`` (and ``transfer_side_of``, for ``store migrate``) is the one place that
+picks a backend's side, by the store's capability (a data dir), not by its class.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .seam import LayerStore, StoreSide, in_data_dir
+
+if TYPE_CHECKING:
+    from .transfer.side import LayerTransfer
 
 
 def side_of(store: LayerStore) -> StoreSide:
@@ -41,4 +46,15 @@ def side_of(store: LayerStore) -> StoreSide:
     return pg_side(store)
 
 
-__all__ = ["StoreSide", "side_of"]
+def transfer_side_of(store: LayerStore) -> LayerTransfer:
+    """The agent memory's transfer side of an open memory store (``store migrate``)."""
+    if in_data_dir(store):
+        from .sqlite.transfer import layer
+
+        return layer(store)
+    from .postgres.transfer import layer as pg_layer
+
+    return pg_layer(store)
+
+
+__all__ = ["StoreSide", "side_of", "transfer_side_of"]

@@ -22,7 +22,7 @@ from ..base.errors import InvalidArgumentError
 from ..base.limits import MAX_TTL_SECONDS
 from ..base.modes import search_mode
 from ..memory.records import parse_datetime
-from ..pg.store import PgMemoryStore
+from ..memory.seam import supports
 from ..storage.lock import acquire_writer
 from . import agent_output as show
 from .common import (
@@ -82,7 +82,7 @@ def writer(org: str, agent: str, embedder: str | None = "none") -> Iterator[Agen
     # writer.lock is touched), then one writer per data dir for the whole command; the
     # memory closes (writing its access log) before the role goes.
     mem = open_memory(org, agent, embedder)
-    if isinstance(mem.store, PgMemoryStore):
+    if not supports(mem.store, "data_dir"):
         # PostgreSQL has no writer role: many clients write at once (transactions,
         # constraints and advisory locks keep the invariants).
         with mem:

@@ -25,8 +25,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 
-from ..agentmem.postgres.transfer import PgLayer
-from ..agentmem.sqlite.transfer import SqliteLayer
+from ..agentmem.backends import transfer_side_of
 from ..agentmem.transfer.plain import (
     PAGE,
 )
@@ -34,18 +33,15 @@ from ..agentmem.transfer.side import (
     LayerTransfer,
 )
 from ..base.errors import PendingForgetsError, UnsupportedByBackendError
-from ..memory.store import SqliteMemoryStore
 from ..pg.choose import Backend
 
 Advance = Callable[[int], None]
 
 
-def layer_of(store: Backend) -> SqliteLayer | PgLayer:
-    """The agent memory's transfer side of an open store (the backend's own class: the
-    one place ``store migrate`` picks by backend, as ``agentmem.backends.side_of`` does)."""
-    if isinstance(store, SqliteMemoryStore):
-        return SqliteLayer(store)
-    return PgLayer(store)
+def layer_of(store: Backend) -> LayerTransfer:
+    """The agent memory's transfer side of an open store (``agentmem.backends``
+    picks it by the store's capability, as it picks the ``StoreSide``)."""
+    return transfer_side_of(store)
 
 
 def refuse(src: LayerTransfer) -> None:

@@ -22,7 +22,7 @@ from ..agent.mcp import McpSettings, PerCallDocuments, ToolHost, build_tools, op
 from ..agent.tools import AgentTool, MemoryScopes, agent_memory_tools
 from ..base.errors import InvalidArgumentError
 from ..embed.factory import embedder_from_env
-from ..memory.store import SqliteMemoryStore
+from ..memory.seam import supports
 from ..storage.lock import writer_lock
 from .tokens import TokenScope
 
@@ -82,7 +82,7 @@ class Hosts:
 
     def _serve(self, settings: McpSettings, embedder: Any, s: TokenScope) -> Served:
         base = self.memory.base
-        sqlite = isinstance(base.store, SqliteMemoryStore)
+        sqlite = supports(base.store, "data_dir")  # a data dir: one writer at a time
         guard = None
         if sqlite:
             root = settings.data_dir

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import text_fingerprint
+from ...pg.store import PgMemoryStore
 from ..transfer.plain import (
     COLUMNS,
     MemoryState,
@@ -35,6 +36,8 @@ from .transfer_read import PgLayerReader
 
 if TYPE_CHECKING:
     from ...pg.tx import PgWriteTx
+    from ..seam import LayerStore
+    from ..transfer.side import LayerTransfer
 
 _SUMMARY_COLUMNS = (
     "id",
@@ -306,6 +309,13 @@ class PgLayer(PgLayerReader):
                 last, called = tx.query(f"SELECT last_value, is_called FROM {seq}")[0]
                 if not called or int(last) < int(top):
                     tx.execute("SELECT setval(%s, %s)", (seq, int(top)))
+
+
+def layer(store: LayerStore) -> LayerTransfer:
+    """The transfer side of a PostgreSQL store (``backends.transfer_side_of`` chose it:
+    no data dir); mypy checks ``PgLayer`` against the seam here."""
+    assert isinstance(store, PgMemoryStore), "a store without a data dir is PostgreSQL's"
+    return PgLayer(store)
 
 
 __all__ = ["PgLayer"]

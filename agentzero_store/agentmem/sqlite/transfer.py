@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...memory.records import text_fingerprint
 from ...memory.rows import placeholders
+from ...memory.store import SqliteMemoryStore
 from ..transfer.plain import (
     COLUMNS,
     STATE_COLUMNS,
@@ -49,7 +50,8 @@ from .schema import SCHEMA_KEY
 from .side import archive_of
 
 if TYPE_CHECKING:
-    from ...memory.store import SqliteMemoryStore
+    from ..seam import LayerStore
+    from ..transfer.side import LayerTransfer
 
 _LIVE = "(expires_at_us IS NULL OR expires_at_us > ?)"
 _SCOPED_TABLES = (
@@ -443,6 +445,13 @@ class SqliteLayer:
 
     def finish(self) -> None:
         """Nothing: SQLite's AUTOINCREMENT follows the largest sequence number written."""
+
+
+def layer(store: LayerStore) -> LayerTransfer:
+    """The transfer side of a data dir's store (``backends.transfer_side_of`` chose it by
+    the capability ``"data_dir"``); mypy checks ``SqliteLayer`` against the seam here."""
+    assert isinstance(store, SqliteMemoryStore), "a data dir's store is SQLite's"
+    return SqliteLayer(store)
 
 
 __all__ = ["SqliteLayer"]
