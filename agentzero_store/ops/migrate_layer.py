@@ -26,6 +26,7 @@ import collections
 from collections.abc import Callable
 
 from ..agentmem.backends import transfer_side_of
+from ..agentmem.seam import LayerStore
 from ..agentmem.transfer.plain import (
     PAGE,
 )
@@ -33,12 +34,11 @@ from ..agentmem.transfer.side import (
     LayerTransfer,
 )
 from ..base.errors import PendingForgetsError, UnsupportedByBackendError
-from ..pg.choose import Backend
 
 Advance = Callable[[int], None]
 
 
-def layer_of(store: Backend) -> LayerTransfer:
+def layer_of(store: LayerStore) -> LayerTransfer:
     """The agent memory's transfer side of an open store (``agentmem.backends``
     picks it by the store's capability, as it picks the ``StoreSide``)."""
     return transfer_side_of(store)
