@@ -14,7 +14,7 @@ from agentzero_store.agentmem.rows import (
     decode_payload,
     encode_payload,
 )
-from agentzero_store.agentmem.sqlite.lifecycle import TABLES as SQLITE_TABLES
+from agentzero_store.agentmem.sqlite.forget import TABLES as SQLITE_TABLES
 
 # What the forget of earlier versions selected, by position (``sqlite.lifecycle``
 # before the payload was typed): the memory row, the ``am_memory`` view, ``SELECT *``.
@@ -118,7 +118,7 @@ def test_todays_payload_is_the_stored_layout(bmem: AgentMemory) -> None:
         raws = {str(m): json.loads(p) for m, p in rows}
         tables = SQLITE_TABLES
     else:
-        from agentzero_store.agentmem.postgres.lifecycle import TABLES as PG_TABLES
+        from agentzero_store.agentmem.postgres.forget import TABLES as PG_TABLES
 
         codec = bmem.repo.codec  # type: ignore[attr-defined]  # PgRepository's
         rows = store.query("SELECT memory_id, payload FROM az_am_forgotten")  # type: ignore[attr-defined]

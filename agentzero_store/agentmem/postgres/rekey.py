@@ -52,7 +52,7 @@ from ..rows import ForgetPayload, decode_payload, encode_payload
 from .archive import FORGOTTEN, TABLE, open_text
 from .beliefs import history_row_id
 from .codec import LayerCodec
-from .lifecycle import TABLES as PAYLOAD_TABLES
+from .forget import TABLES as PAYLOAD_TABLES
 from .schema import SCHEMA_KEY, SCHEMA_VERSION
 
 Advance = Callable[[int], None]
