@@ -1353,9 +1353,7 @@ def _holds(store: LayerStore, org_id: str, agent_id: str) -> bool:
     return bool(store.recent(1, org_id=org_id, agent_id=agent_id))
 
 
-def _scope_names(
-    store: LayerStore, org_id: str, agent_id: str
-) -> tuple[str, str]:
+def _scope_names(store: LayerStore, org_id: str, agent_id: str) -> tuple[str, str]:
     """The spellings (``names.resolve``) an org and agent id are used under."""
     org, agent = resolve(
         [("org_id", org_id), ("agent_id", agent_id)], lambda: _holds(store, org_id, agent_id)
