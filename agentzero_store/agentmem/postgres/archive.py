@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...base.errors import CorruptStoreError, UnsupportedByBackendError
 from .codec import LayerCodec
-from .core import MEMORY_COLUMNS, PgRepositoryCore
+from .core import MEMORY_COLUMNS
+from .reads import PgReadRows
 
 if TYPE_CHECKING:
     from ...pg.store import PgMemoryStore
@@ -79,7 +80,7 @@ def store_texts(
     )
 
 
-class PgArchiveRows(PgRepositoryCore):
+class PgArchiveRows(PgReadRows):
     """The repository's statements of archive and restore (``PgLifecycleRows`` has the
     rest of the lifecycle): the text moves between the memory row and ``az_am_archive``
     inside the caller's transaction."""

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..rows import Filter, Row
 from .beliefs import PgBeliefRows
-from .core import READ_COLUMNS, PgRepositoryCore
+from .core import READ_COLUMNS
 from .lifecycle import PgLifecycleRows
+from .reads import PgReadRows
 from .schema import SCHEMA_VERSION
 from .scopes import PgScopeRows
-from .sources import PgSourceRows
 
 if TYPE_CHECKING:
     pass
@@ -47,7 +47,7 @@ def _limit(n: int) -> int | None:
     return None if n < 0 else n
 
 
-class PgRepositoryRows(PgRepositoryCore):
+class PgRepositoryRows(PgReadRows):
     """Namespaces, pins and core facts, the hot and warm tiers, sessions, recall's signals
     and listing, over the tables of ``postgres.schema``."""
 
@@ -407,7 +407,7 @@ class PgRepositoryRows(PgRepositoryCore):
                 chunk = min(chunk * 2, _SCAN_MAX)
 
 
-class PgRepository(PgLifecycleRows, PgBeliefRows, PgSourceRows, PgScopeRows, PgRepositoryRows):
+class PgRepository(PgLifecycleRows, PgBeliefRows, PgScopeRows, PgRepositoryRows):
     """The agent-memory tables of one (org, agent) scope in a PostgreSQL store: the
     core and reads (``core``), the archive's rows (``archive``), beliefs (``beliefs``),
     forget and undo (``forget``), the lifecycle (``lifecycle``), provenance

@@ -1,6 +1,6 @@
 """The agent-memory repository's provenance on PostgreSQL (``az_am_source``): the same
 methods as ``sqlite.sources.SourceRows`` (SQLite). Ids only, in the clear, as every id is
-(``postgres.schema``); ``PgRepositoryCore.sources_of`` reads them with the rows."""
+(``postgres.schema``); ``sources_of`` reads them with the rows."""
 
 from __future__ import annotations
 
@@ -15,6 +15,22 @@ if TYPE_CHECKING:
 
 class PgSourceRows(PgRepositoryCore):
     """Provenance rows of one scope (see the module)."""
+
+    def sources_of(
+        self, ids: Sequence[str], tx: LayerTx | None = None
+    ) -> dict[str, tuple[str, ...]]:
+        """The sources of each of ``ids`` that is derived (``az_am_source``), in id order."""
+        out: dict[str, list[str]] = {}
+        if ids:
+            for mid, src in self._q(
+                "SELECT memory_id, source_id FROM az_am_source WHERE memory_id = ANY(%s)"
+                ' AND org_id = %s AND agent_id = %s ORDER BY memory_id COLLATE "C",'
+                ' source_id COLLATE "C"',
+                (list(ids), *self._scope),
+                tx,
+            ):
+                out.setdefault(str(mid), []).append(str(src))
+        return {k: tuple(v) for k, v in out.items()}
 
     def add_sources(self, tx: LayerTx, memory_id: str, sources: Sequence[str]) -> None:
         """Record that ``memory_id`` was derived from ``sources`` (more may follow)."""
