@@ -1,6 +1,7 @@
 """The agent-memory layer: ``AgentMemory`` (``memory``) on the encrypted memory store.
 
-The tree: shared records and rules at this level (``records``, ``parts``, ``backends``,
+The tree: the backend seam (``seam/``: Protocols by concern; ``rows``: the records that
+cross it), shared records and rules at this level (``records``, ``parts``, ``backends``,
 ``namespaces``, ``lifecycle``, ``provenance``, ``context``, ``fsrs``); one folder per
 concern above them (``recall``, ``consolidation``, ``extract``, ``chat``, ``skills``,
 ``transfer``); and the two backends side by side under the same file names (``sqlite``,
