@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...memory.records import from_us
@@ -86,7 +87,7 @@ class SqliteSkillRepository:
         """Create or upgrade the skill tables (``schema.migrate_chain``)."""
         migrate_chain(self._store, SCHEMA_KEY, _MIGRATIONS, "skills")
 
-    def transaction(self) -> Any:
+    def transaction(self) -> AbstractContextManager[WriteTx]:
         """The memory store's write transaction (a ``WriteTx`` context manager)."""
         return self._store.transaction()
 
