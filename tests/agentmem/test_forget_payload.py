@@ -137,3 +137,30 @@ def test_todays_payload_is_the_stored_layout(bmem: AgentMemory) -> None:
     assert raws[ids["archived note"]]["am_memory"][18] is not None  # archived_at_us
     assert raws[ids["turn"]]["edges"]
     assert [bmem.undo(t) for t in tokens] == [1] * len(tokens)
+
+
+def test_the_payload_names_every_column_of_the_tables_it_keeps(bmem: AgentMemory) -> None:
+    """A column added to a kept table must be added to its backend's ``TABLES`` (and a
+    payload kept before it then reads without it): the undo would otherwise drop it."""
+    store = bmem.store
+    if isinstance(store, SqliteMemoryStore):
+        tables, prefix = SQLITE_TABLES, "am_"
+
+        def columns(table: str) -> tuple[str, ...]:
+            return tuple(str(r[1]) for r in store.database.query(f"PRAGMA table_info({table})"))
+    else:
+        from agentzero_store.agentmem.postgres.forget import TABLES as PG_TABLES
+
+        tables, prefix = PG_TABLES, "az_am_"
+
+        def columns(table: str) -> tuple[str, ...]:
+            rows = store.query(  # type: ignore[attr-defined]
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
+                " ORDER BY ordinal_position",
+                (table,),
+            )
+            return tuple(str(r[0]) for r in rows)
+
+    assert columns(f"{prefix}fact") == tables.fact
+    assert columns(f"{prefix}procedure") == tables.procedure
+    assert columns(f"{prefix}edge") == tables.edge
