@@ -24,8 +24,8 @@ import psycopg
 import pytest
 
 from agentzero_store import MemoryEntry, PgMemoryStore, SchemaVersionError, WrongKeyError
+from agentzero_store.memory.postgres import bm25, schema
 from agentzero_store.memory.records import Scope, to_us
-from agentzero_store.pg import bm25, schema
 
 from .conftest import FAST, PASSPHRASE
 from .pg_server import PgServer
@@ -79,7 +79,7 @@ SCHEMA1_SQL = f"""
 
 def schema1_scored(c: Any, terms: list[str], scope: Scope, now_us: int) -> dict[int, float]:
     """Every match's score by schema 1's statement (its statistics over live rows)."""
-    from agentzero_store.pg.recall import scope_where
+    from agentzero_store.memory.postgres.recall import scope_where
 
     where, params = scope_where(scope, now_us)
     sql = SCHEMA1_SQL.replace("{where}", where)

@@ -1,7 +1,7 @@
 """Key rotation of a PostgreSQL memory store with clients connected (a real server).
 
 The rotation runs in one transaction under the exclusive key lock; every write
-transaction shares that lock and checks the key version (``pg.keyguard``). Proven here
+transaction shares that lock and checks the key version (``memory.postgres.keyguard``). Proven here
 with ``PgMemoryStore`` handles opened before the rotation: a writer in flight when it
 starts commits first and is rotated with the rest; a writer that arrives during it
 waits, then fails with ``KeyRotatedError`` and writes nothing; writers racing it in a
@@ -28,9 +28,9 @@ from agentzero_store import (
     TamperedRecordError,
     WrongKeyError,
 )
+from agentzero_store.memory.postgres import keyguard
+from agentzero_store.memory.postgres.rows import COLUMNS, RowCodec
 from agentzero_store.ops import export_recovery, rotate_keys
-from agentzero_store.pg import keyguard
-from agentzero_store.pg.rows import COLUMNS, RowCodec
 from agentzero_store.sidecar.bm25_terms import BlindTerms
 from agentzero_store.storage.credentials import Credential
 

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..base.config import Layout
 from ..memory.records import Scope
-from ..memory.schema import purge_keyword_index
-from ..memory.store import SqliteMemoryStore
+from ..memory.sqlite.schema import purge_keyword_index
+from ..memory.sqlite.store import SqliteMemoryStore
 from .archive import Archive
 from .repository import SqliteRepository
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from ..pg.store import PgMemoryStore
+    from ..memory.postgres.store import PgMemoryStore
     from .postgres.archive import PgArchive
     from .postgres.repository import PgRepository
 

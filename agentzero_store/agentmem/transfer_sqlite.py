@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..memory.records import text_fingerprint
-from ..memory.rows import placeholders
+from ..memory.sqlite.rows import placeholders
 from .archive import Archive, text_digest
 from .backends import SqliteSide
 from .repository import SqliteRepository
@@ -49,7 +49,7 @@ from .transfer_side import (
 )
 
 if TYPE_CHECKING:
-    from ..memory.store import SqliteMemoryStore
+    from ..memory.sqlite.store import SqliteMemoryStore
 
 _LIVE = "(expires_at_us IS NULL OR expires_at_us > ?)"
 _SCOPED_TABLES = (

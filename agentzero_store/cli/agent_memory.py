@@ -21,8 +21,8 @@ from ..agentmem.memory import Archived
 from ..base.errors import InvalidArgumentError
 from ..base.limits import MAX_TTL_SECONDS
 from ..base.modes import search_mode
+from ..memory.postgres.store import PgMemoryStore
 from ..memory.records import parse_datetime
-from ..pg.store import PgMemoryStore
 from ..storage.lock import acquire_writer
 from . import agent_output as show
 from .common import (

@@ -1,7 +1,7 @@
 """What every memory store backend offers the same way: the calls written in terms of
 the backend's own (the seam's ``append_many``, three recalls and ``embed_query``; ``close``).
 
-``SqliteMemoryStore`` (memory/store.py) and ``PgMemoryStore`` (pg/store.py) both build
+``SqliteMemoryStore`` (sqlite/store.py) and ``PgMemoryStore`` (postgres/store.py) both build
 on it, so a text recall dispatches, and a single append is durable, identically.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..base.errors import SchemaVersionError
+from ...base.errors import SchemaVersionError
 from .tx import WriteTx
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """One write transaction on a PostgreSQL memory store, shared with a layer above it.
 
-The PostgreSQL side of ``memory.tx.WriteTx``: memory rows go in and out through it
+The PostgreSQL side of ``sqlite.tx.WriteTx``: memory rows go in and out through it
 (sealed, with their vectors and blinded terms, exactly as the store's own writes), and
 the layer's own statements (``%s`` parameters) run on the same connection inside the
 same transaction, so a turn and its layer rows commit together or not at all.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..memory.records import MemoryEntry
-from ..sidecar.bm25_terms import BlindTerms
+from ...sidecar.bm25_terms import BlindTerms
+from ..records import MemoryEntry
 from . import schema, write
 from .rows import RowCodec
 

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import DuplicateIdError, NotFoundError
-from ..embed.vectors import Embedder, as_vector
-from ..memory.records import MemoryEntry, to_us
-from ..memory.write import check_batch, new_ids
-from ..sidecar.bm25_terms import BlindTerms
+from ...base.errors import DuplicateIdError, NotFoundError
+from ...embed.vectors import Embedder, as_vector
+from ...sidecar.bm25_terms import BlindTerms
+from ..batch import check_batch, new_ids
+from ..records import MemoryEntry, to_us
 from . import schema
 from .rows import COLUMNS, RowCodec
 
@@ -204,7 +204,7 @@ def _check_resent(c: Any, b: Batch, positions: list[int], codec: RowCodec) -> No
 
 
 def _same_memory(e: MemoryEntry, s: MemoryEntry) -> bool:
-    """True if the stored ``s`` is exactly what ``e`` asks for (see ``memory.write``)."""
+    """True if the stored ``s`` is exactly what ``e`` asks for (see ``sqlite.write``)."""
     return (
         (e.content, e.role, e.conversation_id, e.org_id, e.agent_id, e.kind, e.source)
         == (s.content, s.role, s.conversation_id, s.org_id, s.agent_id, s.kind, s.source)

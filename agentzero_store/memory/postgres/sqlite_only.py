@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from ..base.errors import UnsupportedByBackendError
+from ...base.errors import UnsupportedByBackendError
 
 
 class SqliteOnlyParts:

@@ -22,29 +22,31 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..base.config import Layout, StoreConfig
-from ..base.errors import InvalidArgumentError, StoreClosedError
-from ..base.limits import check_text
-from ..embed.vectors import Embedder, Vector, as_vector
-from ..storage.datadir import open_data_dir
-from ..storage.key_header import read_header
-from ..storage.keys import StoreKeys
-from ..storage.lock import WriterLock, acquire_writer
-from ..storage.sources import SourceGuard
-from ..storage.sqlcipher import Database
+from ...base.config import Layout, StoreConfig
+from ...base.errors import InvalidArgumentError, StoreClosedError
+from ...base.limits import check_text
+from ...embed.vectors import Embedder, Vector, as_vector
+from ...storage.datadir import open_data_dir
+from ...storage.key_header import read_header
+from ...storage.keys import StoreKeys
+from ...storage.lock import WriterLock, acquire_writer
+from ...storage.sources import SourceGuard
+from ...storage.sqlcipher import Database
+from ..backfill import Backfill
+from ..front import RecallMode, StoreFront, result_count
+from ..records import Change, MemoryEntry, MemoryHit, Scope, to_us
+from ..rows import positive, row_to_entry
+from ..seam import Capability
 from . import backfill, recall, write
-from .feed import Change, MemoryFeed
-from .front import RecallMode, StoreFront, result_count
-from .records import MemoryEntry, MemoryHit, Scope, to_us
-from .rows import COLUMNS, positive, row_to_entry, rows_after, scope_where
-from .seam import Capability
+from .feed import MemoryFeed
+from .rows import COLUMNS, rows_after, scope_where
 from .source import memory_seq, open_source
 from .tx import WriteTx
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ..sidecar.types import OpenReport, Progress, SidecarStatus
+    from ...sidecar.types import OpenReport, Progress, SidecarStatus
     from .hnsw import MemoryHnsw
 
 log = logging.getLogger(__name__)
@@ -82,7 +84,7 @@ class SqliteMemoryStore(StoreFront):
         self._hnsw: MemoryHnsw | None = None
         self._dim: int | None = None  # fixed by the first vector ever stored
         self._acks: SourceGuard | None = None  # set by open(): acknowledges each write
-        self.backfill: backfill.Backfill | None = None  # set by open() when it runs
+        self.backfill: Backfill | None = None  # set by open() when it runs
         self.feed = MemoryFeed(self._live)
 
     @classmethod
@@ -124,8 +126,8 @@ class SqliteMemoryStore(StoreFront):
                 store.enable_hnsw_index()
             if embedder is not None and config.backfill_batch > 0:
                 # Memories written while no embedder was given get their vectors, off
-                # the hot path (see memory.backfill).
-                store.backfill = backfill.Backfill(
+                # the hot path (see memory.backfill and sqlite.backfill).
+                store.backfill = Backfill(
                     lambda n: backfill.embed_batch(store, n), config.backfill_batch
                 )
                 store.backfill.start()

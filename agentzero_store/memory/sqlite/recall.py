@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..base.ranking import exact_top_k, fts5_query, rrf_fuse
-from ..storage.sqlcipher import Database
+from ...base.ranking import exact_top_k, fts5_query, rrf_fuse
+from ...storage.sqlcipher import Database
+from ..records import MemoryHit, Scope
+from ..rows import row_to_entry
 from .fts_scope import match_expression
-from .records import MemoryHit, Scope
-from .rows import COLUMNS, placeholders, row_to_entry, scope_where
+from .rows import COLUMNS, placeholders, scope_where
 
 if TYPE_CHECKING:
     import numpy.typing as npt

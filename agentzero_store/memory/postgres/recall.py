@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..base.ranking import rrf_fuse
-from ..memory.records import MemoryEntry, MemoryHit, Scope
-from ..memory.rows import SCOPE_FIELDS
+from ...base.ranking import rrf_fuse
+from ..records import MemoryEntry, MemoryHit, Scope
+from ..rows import SCOPE_FIELDS
 from . import bm25
 from .rows import COLUMNS, RowCodec
 

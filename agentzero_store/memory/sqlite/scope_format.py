@@ -14,7 +14,7 @@ import struct
 import numpy as np
 import numpy.typing as npt
 
-from ..base.errors import SidecarCorruptError
+from ...base.errors import SidecarCorruptError
 
 MAGIC = b"AZSCOPE\x00\x01"
 FORMAT = 1

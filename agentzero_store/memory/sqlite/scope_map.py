@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..base.errors import SidecarCorruptError
-from .records import Scope
+from ...base.errors import SidecarCorruptError
+from ..records import Scope
 from .scope_format import encode, has_duplicates, parse
 
 NO_EXPIRY = np.iinfo(np.int64).max

@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import StoreNotFoundError
-from ..storage.header_store import HeaderChange
-from ..storage.key_header import parse_header
+from ...base.errors import StoreNotFoundError
+from ...storage.header_store import HeaderChange
+from ...storage.key_header import parse_header
 from . import schema
 from .store import _translated, redact
 

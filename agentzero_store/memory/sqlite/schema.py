@@ -4,8 +4,8 @@ leaves one whole version, never a half-moved store), on a ``storage.sqlcipher`` 
 
 from __future__ import annotations
 
-from ..base.errors import CorruptStoreError, SchemaVersionError
-from ..storage.sqlcipher import Database
+from ...base.errors import CorruptStoreError, SchemaVersionError
+from ...storage.sqlcipher import Database
 from .fts_scope import SQL_FUNCTION, scope_tokens
 
 SCHEMA_VERSION = 4

@@ -17,11 +17,11 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..base.errors import TamperedRecordError
-from ..memory.records import MemoryEntry, text_fingerprint
-from ..memory.rows import row_to_entry
-from ..storage.crypto import InvalidTag, Sealer
-from ..storage.keys import StoreKeys
+from ...base.errors import TamperedRecordError
+from ...storage.crypto import InvalidTag, Sealer
+from ...storage.keys import StoreKeys
+from ..records import MemoryEntry, text_fingerprint
+from ..rows import row_to_entry
 
 ROW_FORMAT = "az-pg-memory/1"
 

@@ -11,34 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-from ..sidecar.types import Change as SourceChange
-from ..storage.sqlcipher import Database
+from ...sidecar.types import Change as SourceChange
+from ...storage.sqlcipher import Database
+from ..records import Change
 
 P = TypeVar("P")
 
 # embedding, org, agent, conversation, expiry: what an item of the feed carries. The
 # vector lives in memory_vec (``v``), the scope on the memory row (``m``).
 _ITEM = "v.embedding, m.org_id, m.agent_id, m.conversation_id, m.expires_at_us"
-
-
-@dataclass(frozen=True)
-class Change:
-    """One entry of the change feed: an insert (with its vector, if any) or a delete.
-
-    An insert whose row still exists carries the row's scope and expiry; the fields are
-    None for deletes and for inserts whose row has since been deleted.
-    """
-
-    seq: int
-    op: Literal["insert", "delete"]
-    label: int
-    embedding: bytes | None
-    org_id: str | None = None
-    agent_id: str | None = None
-    conversation_id: str | None = None
-    expires_at_us: int | None = None
 
 
 @dataclass(frozen=True)
@@ -210,7 +193,6 @@ def _scope_of(c: Change) -> tuple[str, str, str, int | None]:
 
 
 __all__ = [
-    "Change",
     "FeedStore",
     "MemoryFeed",
     "MemoryItem",

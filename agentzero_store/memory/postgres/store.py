@@ -8,7 +8,7 @@ term-hash statistics.
 
 Many clients may write at once: there is no file lock; transactions and constraints keep
 the invariants (see ``write``). A layer above (the agent memory) gets shared write
-transactions (``transaction``, ``pg.tx.PgWriteTx``). What the SQLite store offers beyond
+transactions (``transaction``, ``tx.PgWriteTx``). What the SQLite store offers beyond
 that (its HNSW sidecar, change feed) raises ``UnsupportedByBackendError`` here, never a
 silent no-op.
 
@@ -27,8 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..base.config import StoreConfig
-from ..base.errors import (
+from ...base.config import StoreConfig
+from ...base.errors import (
     AgentZeroStoreError,
     EmbedderMismatchError,
     InvalidArgumentError,
@@ -39,17 +39,17 @@ from ..base.errors import (
     StoreNotFoundError,
     WrongKeyError,
 )
-from ..base.limits import check_text
-from ..embed.vectors import Embedder, Vector
-from ..memory.backfill import Backfill
-from ..memory.front import StoreFront, result_count
-from ..memory.records import MemoryEntry, MemoryHit, Scope
-from ..memory.rows import positive
-from ..memory.seam import Capability
-from ..sidecar.bm25_terms import BlindTerms
-from ..storage.credentials import resolve_credential
-from ..storage.key_header import parse_header
-from ..storage.keys import StoreKeys, new_header, unlock_header
+from ...base.limits import check_text
+from ...embed.vectors import Embedder, Vector
+from ...sidecar.bm25_terms import BlindTerms
+from ...storage.credentials import resolve_credential
+from ...storage.key_header import parse_header
+from ...storage.keys import StoreKeys, new_header, unlock_header
+from ..backfill import Backfill
+from ..front import StoreFront, result_count
+from ..records import MemoryEntry, MemoryHit, Scope
+from ..rows import positive
+from ..seam import Capability
 from . import export, keyguard, recall, schema, write
 from .backfill import PgBackfill, without_vector
 from .rows import COLUMNS, RowCodec
@@ -223,7 +223,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         store._exact = hnsw is False
         if embedder is not None and config.backfill_batch > 0:
             # Memories stored without a vector get one, off the hot path, on a
-            # connection of the thread's own (``pg.backfill``).
+            # connection of the thread's own (``backfill``).
             work = PgBackfill(store.sibling)
             store.backfill = Backfill(work.step, config.backfill_batch, work.close)
             store.backfill.start()
@@ -375,12 +375,12 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         return meta.get("embedding_model"), int(dim) if dim else None
 
     def without_vector(self) -> int:
-        """How many live memories have no vector (``pg.backfill``)."""
+        """How many live memories have no vector (``backfill``)."""
         return without_vector(self)
 
     def sibling(self) -> PgMemoryStore:
         """This store on a connection of its own (same database, keys, embedder and
-        settings): for work in another thread (``pg.backfill``). Close it when done."""
+        settings): for work in another thread (``backfill``). Close it when done."""
         import psycopg
 
         info = self._live().info

@@ -12,13 +12,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..base.config import Layout, StoreConfig
-from ..storage.fileio import translate_os_errors
-from ..storage.keys import StoreKeys
-from ..storage.lock import acquire_writer
-from ..storage.sources import SourceGuard, judge_memory, loss_error, open_ledger
-from ..storage.sqlcipher import Database
-from .records import to_us
+from ...base.config import Layout, StoreConfig
+from ...storage.fileio import translate_os_errors
+from ...storage.keys import StoreKeys
+from ...storage.lock import acquire_writer
+from ...storage.sources import SourceGuard, judge_memory, loss_error, open_ledger
+from ...storage.sqlcipher import Database
+from ..records import to_us
 from .schema import migrate
 
 LAYER_WRITES = "layer_writes"

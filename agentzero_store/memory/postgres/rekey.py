@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..base.errors import TamperedRecordError
-from ..memory.records import MemoryEntry
-from ..sidecar.bm25_terms import BlindTerms
-from ..storage.keys import StoreKeys
+from ...base.errors import TamperedRecordError
+from ...sidecar.bm25_terms import BlindTerms
+from ...storage.keys import StoreKeys
+from ..records import MemoryEntry
 from . import write
 from .rows import COLUMNS, RowCodec
 

@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..memory.records import Scope
+from ..records import Scope
 
 COMPACT_AFTER = 32  # delta rows of one (org, agent) before a writer folds them into one
 

@@ -5,7 +5,7 @@ embedder of its own model embeds them in a daemon thread, a batch per write tran
 oldest first. Here the thread works on a connection of its own (``PgMemoryStore.sibling``:
 one psycopg connection runs one transaction at a time, and the handle's own calls must
 never run inside a batch's), and each row's sealed blob is sealed again with the model it
-now has (the model is inside the blob: ``pg.rows``). A row changed meanwhile (its blob
+now has (the model is inside the blob: ``rows``). A row changed meanwhile (its blob
 or its vector no longer the one read) is left as it is (``PgWriteTx.add_vectors``).
 """
 
@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ..base.errors import InvalidArgumentError
-from ..embed.vectors import Embedder
-from ..memory.backfill import fits
+from ...base.errors import InvalidArgumentError
+from ...embed.vectors import Embedder
+from ..backfill import fits
 from .rows import COLUMNS, RowCodec
 from .tx import PgWriteTx
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..base.errors import CorruptStoreError, SchemaVersionError
+from ...base.errors import CorruptStoreError, SchemaVersionError
 from . import bm25
 
 SCHEMA_VERSION = 2

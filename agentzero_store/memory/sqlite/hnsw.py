@@ -25,16 +25,16 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ..base.config import Layout, StoreConfig
-from ..base.errors import AgentZeroStoreError, DimensionMismatchError
-from ..sidecar.hnsw import HnswIndex
-from ..sidecar.mechanism import Sidecar
-from ..sidecar.types import EmbedderInfo, OpenReport, Progress, SidecarStatus
-from ..storage.fileio import DEFAULT_IO, FileIO, translate_os_errors
-from ..storage.keys import StoreKeys
+from ...base.config import Layout, StoreConfig
+from ...base.errors import AgentZeroStoreError, DimensionMismatchError
+from ...sidecar.hnsw import HnswIndex
+from ...sidecar.mechanism import Sidecar
+from ...sidecar.types import EmbedderInfo, OpenReport, Progress, SidecarStatus
+from ...storage.fileio import DEFAULT_IO, FileIO, translate_os_errors
+from ...storage.keys import StoreKeys
+from ..records import Scope
 from .feed import FeedStore, MemoryItem, MemoryItemSource, MemoryVectorSource
 from .index import MAX_CANDIDATES, Answer, MemoryIndex, exact_scope_limit
-from .records import Scope
 
 log = logging.getLogger(__name__)
 

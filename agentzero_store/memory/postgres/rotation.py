@@ -15,7 +15,7 @@ new key. There is no state in between to resume.
    the key lock shared) and holds new ones off until the commit; readers are not held;
 3. the key header is read ``FOR UPDATE`` (a concurrent passphrase change waits, or is
    seen) and unlocked again; a new random master key is drawn;
-4. the caller re-keys the rows (``Rotation.tx``: ``pg.rekey``, and a layer's tables);
+4. the caller re-keys the rows (``Rotation.tx``: ``rekey``, and a layer's tables);
 5. ``Rotation.replace_header``: the new header; the key version is bumped and every
    listening client notified, both taking effect at the commit.
 
@@ -31,10 +31,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base.errors import StoreNotFoundError, WrongKeyError
-from ..storage.credentials import KEY_BYTES, Credential
-from ..storage.key_header import parse_header
-from ..storage.keys import StoreKeys, unlock_header
+from ...base.errors import StoreNotFoundError, WrongKeyError
+from ...storage.credentials import KEY_BYTES, Credential
+from ...storage.key_header import parse_header
+from ...storage.keys import StoreKeys, unlock_header
 from . import keyguard, schema
 from .rekey import RekeyTx
 from .store import _translated, redact

@@ -1,7 +1,7 @@
 """Which master key a PostgreSQL memory store is under, and keeping stale clients out.
 
 Many clients share one database, each holding the keys it unlocked when it opened. A
-key rotation (``pg.rotation``) re-seals every row under a new master key in one
+key rotation (``rotation``) re-seals every row under a new master key in one
 transaction; a client still holding the old keys must then never write (a row sealed
 under a key nobody can unwrap any more) nor read (the re-sealed rows do not open under
 its keys, and its blinded lookups match nothing). So:
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base.errors import CorruptStoreError, KeyRotatedError
+from ...base.errors import CorruptStoreError, KeyRotatedError
 
 # pg_advisory_xact_lock key of the master key: shared by every write transaction,
 # exclusive for a rotation. "az-keys!" (a one-key lock, like the schema lock's).

@@ -20,8 +20,8 @@ from __future__ import annotations
 import functools
 import hashlib
 
-from ..base.ranking import fts5_query
-from .records import Scope
+from ...base.ranking import fts5_query
+from ..records import Scope
 
 SQL_FUNCTION = "az_scope_tokens"  # registered by schema.migrate: migrations call it
 _LETTERS = {"org_id": "o", "agent_id": "a", "conversation_id": "c"}

@@ -38,10 +38,10 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..base.errors import DimensionMismatchError, SidecarCorruptError
-from ..sidecar.hnsw import HnswIndex
+from ...base.errors import DimensionMismatchError, SidecarCorruptError
+from ...sidecar.hnsw import HnswIndex
+from ..records import Scope
 from .feed import MemoryItem
-from .records import Scope
 from .scope_map import ScopeMap, Want
 
 SCOPE_MAP_FORMAT = 1
