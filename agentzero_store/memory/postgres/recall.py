@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...base.ranking import rrf_fuse
+from ...base.ranking import fuse_and_read
 from ..records import MemoryEntry, MemoryHit, Scope
 from ..rows import SCOPE_FIELDS
 from . import bm25
@@ -179,22 +179,18 @@ def fuse(
                 (labels, *params),
             )
         }
-    fused = rrf_fuse(
+    kept = fuse_and_read(
         {
             "semantic": [lab for lab, _ in sem if lab in fps],
             "keyword": [lab for lab, _ in kw if lab in fps],
         },
+        lambda labels: read_rows(c, labels, scope, now_us, codec),
         k=rrf_k,
         limit=limit,
         fingerprint=fps.__getitem__,
         weights=weights,
     )
-    rows = read_rows(c, [f.key for f in fused], scope, now_us, codec)
-    return [
-        MemoryHit(str(rows[f.key].id), rows[f.key], f.score, f.ranks)
-        for f in fused
-        if f.key in rows
-    ]
+    return [MemoryHit(str(e.id), e, f.score, f.ranks) for e, f in kept]
 
 
 __all__ = ["fuse", "hits", "keyword_scored", "read_rows", "scope_where", "semantic_scored"]

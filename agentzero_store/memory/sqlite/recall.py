@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...base.ranking import exact_top_k, fts5_query, rrf_fuse
+from ...base.ranking import exact_top_k, fts5_query, fuse_and_read
 from ...storage.sqlcipher import Database
 from ..records import MemoryHit, Scope
 from ..rows import row_to_entry
@@ -145,22 +145,18 @@ def hybrid(
         # No index yet, or it proposed a row deleted since it caught up: exact search.
         sem = _semantic_sql(db, q, candidates, scope, now_us)
         fps.update(_fingerprints(db, [lab for lab, _ in sem if lab not in fps], scope, now_us))
-    fused = rrf_fuse(
+    kept = fuse_and_read(
         {
             "semantic": [lab for lab, _ in sem],
             "keyword": [lab for lab, _ in kw if lab in fps],
         },
+        lambda labels: _rows(db, labels, scope, now_us),
         k=rrf_k,
         limit=limit,
         fingerprint=fps.__getitem__,
         weights=weights,
     )
-    rows = _rows(db, [f.key for f in fused], scope, now_us)
-    return [
-        MemoryHit(rows[f.key][1], row_to_entry(rows[f.key]), f.score, f.ranks)
-        for f in fused
-        if f.key in rows
-    ]
+    return [MemoryHit(row[1], row_to_entry(row), f.score, f.ranks) for row, f in kept]
 
 
 def _fingerprints(db: Database, labels: list[int], scope: Scope, now_us: int) -> dict[int, str]:
