@@ -676,7 +676,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
     ) -> list[MemoryHit]:
         """The ``limit`` live entries in scope most similar (cosine) to ``query_vector``
         (``k=`` is the deprecated name of ``limit``)."""
-        k = positive(result_count(limit, k, "semantic_recall"))
+        n = positive(result_count(limit, k, "semantic_recall"))
         scope = Scope(org_id, agent_id, conversation_id)
         q = self._query_vector(query_vector)
         if q is None:
@@ -684,7 +684,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         now = self._now_us()
         with self._tx() as c:
             scored = recall.semantic_scored(
-                c, q, k, scope, now, self._ef_search(k), exact=self._exact
+                c, q, n, scope, now, self._ef_search(n), exact=self._exact
             )
             return recall.hits(c, scored, "semantic", scope, now, self._codec)
 
@@ -700,12 +700,12 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
     ) -> list[MemoryHit]:
         """BM25 keyword recall over blinded terms, computed by the server, scoped
         (``k=`` is the deprecated name of ``limit``)."""
-        k = positive(result_count(limit, k, "keyword_recall"))
+        n = positive(result_count(limit, k, "keyword_recall"))
         terms = self._terms.query_terms(check_text("query text", query_text))
         scope = Scope(org_id, agent_id, conversation_id)
         now = self._now_us()
         with self._tx() as c:
-            scored = recall.keyword_scored(c, terms, k, scope, now)
+            scored = recall.keyword_scored(c, terms, n, scope, now)
             return recall.hits(c, scored, "keyword", scope, now, self._codec)
 
     def hybrid_recall(
