@@ -1,6 +1,6 @@
 """Rows into records, for both backends: the one place a memory row (the columns of a
-backend's ``COLUMNS``, label first) becomes a ``MemoryEntry``; the scope fields every
-scope condition names; the check of a result count.
+backend's ``COLUMNS``, label first) becomes a ``MemoryEntry``; the scope condition in
+SQL; the check of a result count.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base.limits import check_limit
-from .records import MemoryEntry, from_us
+from .records import MemoryEntry, Scope, from_us
 
 SCOPE_FIELDS = ("org_id", "agent_id", "conversation_id")
 
@@ -79,4 +79,22 @@ def positive(n: int) -> int:
     return check_limit(n, "limit / k")
 
 
-__all__ = ["SCOPE_FIELDS", "positive", "row_to_entry"]
+def scope_condition(
+    scope: Scope, now_us: int | None, *, alias: str, mark: str, always: str
+) -> tuple[str, list[Any]]:
+    """SQL condition for ``scope`` (exact match on each given field) and, with ``now_us``,
+    expiry, with its parameters: every backend's one scope filter. ``mark`` is the
+    driver's placeholder (``?``, ``%s``), ``always`` its true (for an empty scope)."""
+    clauses, params = [], []
+    for name in SCOPE_FIELDS:
+        value = getattr(scope, name)
+        if value is not None:
+            clauses.append(f"{alias}{name} = {mark}")
+            params.append(value)
+    if now_us is not None:
+        clauses.append(f"({alias}expires_at_us IS NULL OR {alias}expires_at_us > {mark})")
+        params.append(now_us)
+    return (" AND ".join(clauses) or always), params
+
+
+__all__ = ["SCOPE_FIELDS", "positive", "row_to_entry", "scope_condition"]

@@ -29,7 +29,7 @@ from typing import Any
 
 from ...base.ranking import fuse_and_read
 from ..records import MemoryEntry, MemoryHit, Scope
-from ..rows import SCOPE_FIELDS
+from ..rows import scope_condition
 from . import bm25
 from .rows import COLUMNS, RowCodec
 
@@ -38,16 +38,7 @@ K1, B = 1.2, 0.75
 
 def scope_where(scope: Scope, now_us: int | None, alias: str = "") -> tuple[str, list[Any]]:
     """SQL condition (``%s`` placeholders) for the scope and, with ``now_us``, expiry."""
-    clauses, params = [], []
-    for name in SCOPE_FIELDS:
-        value = getattr(scope, name)
-        if value is not None:
-            clauses.append(f"{alias}{name} = %s")
-            params.append(value)
-    if now_us is not None:
-        clauses.append(f"({alias}expires_at_us IS NULL OR {alias}expires_at_us > %s)")
-        params.append(now_us)
-    return (" AND ".join(clauses) or "TRUE"), params
+    return scope_condition(scope, now_us, alias=alias, mark="%s", always="TRUE")
 
 
 def semantic_scored(

@@ -31,7 +31,6 @@ from ...base.config import StoreConfig
 from ...base.errors import (
     AgentZeroStoreError,
     EmbedderMismatchError,
-    InvalidArgumentError,
     NoEmbedderError,
     StoreClosedError,
     StoreExistsError,
@@ -129,6 +128,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
     # Beyond the seam's MemoryStore (memory/seam.py): the vector index built once after a
     # bulk load. The SQLite store's extras answer with a typed refusal (SqliteOnlyParts).
     capabilities: frozenset[Capability] = frozenset({"bulk_load"})
+    _erase_all_hint = "to erase everything, drop the database"
 
     def __init__(
         self,
@@ -555,20 +555,7 @@ class PgMemoryStore(StoreFront, SqliteOnlyParts):
         """Delete one entry and its terms. True if it existed."""
         return self._delete_where("id = %s", (check_text("id", entry_id),)) > 0
 
-    def forget(
-        self,
-        *,
-        org_id: str | None = None,
-        agent_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> int:
-        """Delete every entry in a scope (one transaction); at least one field is required."""
-        scope = Scope(org_id, agent_id, conversation_id)
-        if scope.is_empty():
-            raise InvalidArgumentError(
-                "forget needs org_id, agent_id or conversation_id",
-                hint="to erase everything, drop the database",
-            )
+    def _forget_scope(self, scope: Scope) -> int:
         where, params = recall.scope_where(scope, now_us=None)
         return self._delete_where(where, params)
 

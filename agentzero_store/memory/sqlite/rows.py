@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..records import Scope
-from ..rows import SCOPE_FIELDS
+from ..rows import scope_condition
 
 COLUMNS = (
     "label, id, role, content, created_at_us, conversation_id, org_id, agent_id, "
@@ -21,16 +21,7 @@ COLUMNS = (
 
 def scope_where(scope: Scope, now_us: int | None, alias: str = "") -> tuple[str, list[Any]]:
     """SQL condition for scope (exact match on each given field) and, with ``now_us``, expiry."""
-    clauses, params = [], []
-    for name in SCOPE_FIELDS:
-        value = getattr(scope, name)
-        if value is not None:
-            clauses.append(f"{alias}{name} = ?")
-            params.append(value)
-    if now_us is not None:
-        clauses.append(f"({alias}expires_at_us IS NULL OR {alias}expires_at_us > ?)")
-        params.append(now_us)
-    return (" AND ".join(clauses) or "1"), params
+    return scope_condition(scope, now_us, alias=alias, mark="?", always="1")
 
 
 def rows_after(db: Any, label: int, limit: int, now_us: int) -> list[Any]:

@@ -63,6 +63,7 @@ class SqliteMemoryStore(StoreFront):
 
     # Beyond the seam's MemoryStore (memory/seam.py): a data dir, sidecars, a change feed.
     capabilities: frozenset[Capability] = frozenset({"data_dir", "sidecars", "change_feed"})
+    _erase_all_hint = "to erase everything, delete the data dir"
 
     def __init__(
         self,
@@ -308,20 +309,7 @@ class SqliteMemoryStore(StoreFront):
         """Delete one entry (content overwritten on disk: secure_delete). True if it existed."""
         return self._delete_where("id = ?", (check_text("id", entry_id),)) > 0
 
-    def forget(
-        self,
-        *,
-        org_id: str | None = None,
-        agent_id: str | None = None,
-        conversation_id: str | None = None,
-    ) -> int:
-        """Delete every entry in a scope; at least one scope field is required."""
-        scope = Scope(org_id, agent_id, conversation_id)
-        if scope.is_empty():
-            raise InvalidArgumentError(
-                "forget needs org_id, agent_id or conversation_id",
-                hint="to erase everything, delete the data dir",
-            )
+    def _forget_scope(self, scope: Scope) -> int:
         where, params = scope_where(scope, now_us=None)
         return self._delete_where(where, params)
 
