@@ -55,7 +55,7 @@ sys.path[:0] = [str(HERE), str(REPO)]
 from _harness import Figure, Skipped, median, pct  # noqa: E402
 
 from agentzero_store import AgentMemory, LocalEmbedder, Turn  # noqa: E402
-from agentzero_store.agentmem.recall import SIGNALS  # noqa: E402
+from agentzero_store.agentmem.recall.search import SIGNALS  # noqa: E402
 from agentzero_store.embed.local import LOCAL_MODEL_SHA256  # noqa: E402
 from agentzero_store.embed.vectors import Embedder, Vector  # noqa: E402
 

@@ -1,11 +1,22 @@
-"""The agent-memory layer: ``AgentMemory`` on the encrypted memory store (see
-``memory``); its SQL is in ``repository``, its math in ``fsrs`` and ``dedup``. Over it:
-a plain chat history (``chat``, its records in ``chat_messages``, limits in
-``chat_limits``) and skills (``skills``, their SQL in ``skill_repository``)."""
+"""The agent-memory layer: ``AgentMemory`` (``memory``) on the encrypted memory store.
 
-from .chat import ChatHistory, ChatMemory
-from .chat_limits import CapacityLimitedChat, SummarizingChat, TokenLimitedChat
-from .chat_messages import ChatMessage, Removal
+The tree: shared records and rules at this level (``records``, ``parts``, ``backends``,
+``namespaces``, ``lifecycle``, ``provenance``, ``context``, ``fsrs``); one folder per
+concern above them (``recall``, ``consolidation``, ``extract``, ``chat``, ``skills``,
+``transfer``); and the two backends side by side under the same file names (``sqlite``,
+``postgres``). See docs/architecture.md."""
+
+from .chat import (
+    CapacityLimitedChat,
+    ChatHistory,
+    ChatMemory,
+    ChatMessage,
+    ExtractiveSummarizer,
+    Removal,
+    Summarizer,
+    SummarizingChat,
+    TokenLimitedChat,
+)
 from .memory import AgentMemory
 from .records import (
     ConsolidationReport,
@@ -20,9 +31,7 @@ from .records import (
     Turn,
     WriteResult,
 )
-from .skill_records import Skill, SkillExport, SkillImport
-from .skills import SkillStore
-from .summarize import ExtractiveSummarizer, Summarizer
+from .skills import Skill, SkillExport, SkillImport, SkillStore
 from .tokens import TokenCounter, count_tokens
 
 __all__ = [

@@ -20,7 +20,7 @@ from ..base.errors import CorruptStoreError, NotFoundError
 from ..memory.records import MemoryEntry, from_us, to_us
 from .provenance import held_elsewhere, split_derived
 from .records import EraseReport, ForgetReceipt, Memory
-from .repository import Row
+from .sqlite.repository import Row
 
 if TYPE_CHECKING:
     from .parts import LayerTx, Parts

@@ -43,7 +43,7 @@ from . import context as ctx
 from . import fsrs
 from . import namespaces as ns
 from .backends import side_of
-from .consolidate import consolidate
+from .consolidation.consolidate import consolidate
 from .context import (
     Budget,
     ContextItem,
@@ -58,7 +58,7 @@ from .extract.runner import Background, check_mode, check_sources, run, turns_of
 from .lifecycle import Lifecycle
 from .names import resolve
 from .parts import Parts, new_memory
-from .recall import Recaller
+from .recall.search import Recaller
 from .records import (
     EDGE_TYPES,
     ConsolidationReport,
@@ -75,14 +75,14 @@ from .records import (
     check_types,
     entity_key,
 )
-from .repository import Filter, NewMemory, entities
+from .sqlite.repository import Filter, NewMemory, entities
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
-    from .archive import Archive
     from .postgres.archive import PgArchive
     from .postgres.repository import PgRepository
-    from .repository import SqliteRepository
+    from .sqlite.archive import Archive
+    from .sqlite.repository import SqliteRepository
 
 Clock = Callable[[], datetime]
 Archived = Literal["exclude", "include", "only"]  # which memories ``memories`` lists

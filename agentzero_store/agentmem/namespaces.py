@@ -37,10 +37,10 @@ from ..memory.records import Scope, from_us
 from .names import resolve
 
 if TYPE_CHECKING:
-    from .archive import Archive
     from .postgres.archive import PgArchive
     from .postgres.repository import PgRepository
-    from .repository import SqliteRepository
+    from .sqlite.archive import Archive
+    from .sqlite.repository import SqliteRepository
 
 SEP = "\x1e"  # ASCII record separator: never in a name (check_name)
 

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 from ..base.config import StoreConfig
 from ..memory.records import to_us
 from .records import entity_key
-from .repository import NewMemory
+from .sqlite.repository import NewMemory
 
 if TYPE_CHECKING:
     from ..memory.postgres.store import PgMemoryStore
     from ..memory.sqlite.store import SqliteMemoryStore
-    from .archive import Archive
     from .backends import StoreSide
     from .namespaces import ScopeGate
     from .postgres.archive import PgArchive
     from .postgres.repository import PgRepository
-    from .repository import SqliteRepository
+    from .sqlite.archive import Archive
+    from .sqlite.repository import SqliteRepository
 
 # A write transaction of the layer: ``memory.tx.WriteTx`` on SQLite, ``pg.tx.PgWriteTx``
 # on PostgreSQL. Opaque to the facade: it only hands it back to its own repository.

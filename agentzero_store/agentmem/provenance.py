@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .parts import LayerTx
     from .postgres.repository import PgRepository
-    from .repository import SqliteRepository
+    from .sqlite.repository import SqliteRepository
 
 
 def derived_closure(

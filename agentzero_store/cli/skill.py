@@ -16,8 +16,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..agentmem.skill_markdown import render
-from ..agentmem.skills import SkillStore
+from ..agentmem.skills.markdown import render
+from ..agentmem.skills.store import SkillStore
 from .common import JsonOpt, cli_command, data_dir, emit, out, progress, show_table, store_kwargs
 
 app = typer.Typer(no_args_is_help=True)

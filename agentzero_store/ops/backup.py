@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..agentmem.archive import audit, required_texts
+from ..agentmem.sqlite.archive import audit, required_texts
 from ..base.config import Layout, StoreConfig
 from ..base.errors import (
     CorruptStoreError,

@@ -30,13 +30,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..agentmem.memory import AgentMemory
-from ..agentmem.transfer import (
+from ..agentmem.transfer.plain import (
     PAGE,
     MemoryState,
     ScopeRows,
     differing,
 )
-from ..agentmem.transfer_side import (
+from ..agentmem.transfer.side import (
     LayerTransfer,
 )
 from ..base.errors import MigrationMismatchError

@@ -26,13 +26,13 @@ import collections
 from collections.abc import Callable
 
 from ..agentmem.postgres.transfer import PgLayer
-from ..agentmem.transfer import (
+from ..agentmem.sqlite.transfer import SqliteLayer
+from ..agentmem.transfer.plain import (
     PAGE,
 )
-from ..agentmem.transfer_side import (
+from ..agentmem.transfer.side import (
     LayerTransfer,
 )
-from ..agentmem.transfer_sqlite import SqliteLayer
 from ..base.errors import PendingForgetsError, UnsupportedByBackendError
 from ..memory.postgres.store import PgMemoryStore
 from ..memory.seam import MemoryStore

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..agentmem.archive import audit, required_texts
+from ..agentmem.sqlite.archive import audit, required_texts
 from ..base.config import Layout, StoreConfig
 from ..base.errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
 from ..memory.sqlite.schema import get_meta

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentzero_store import AgentMemory, LocalEmbedder, Turn
-from agentzero_store.agentmem.recall import SIGNALS
+from agentzero_store.agentmem.recall.search import SIGNALS
 from agentzero_store.base.modes import MODES
 
 from .conftest import Clock, open_memory

@@ -19,8 +19,8 @@ from agentzero_store import (
     SummarizingChat,
     TokenLimitedChat,
 )
-from agentzero_store.agentmem.chat import ChatMemory
-from agentzero_store.agentmem.summarize import Summarizer, sentences
+from agentzero_store.agentmem.chat.history import ChatMemory
+from agentzero_store.agentmem.chat.summarize import Summarizer, sentences
 
 from .conftest import Clock, open_memory
 from .test_chat import say, texts

@@ -42,7 +42,7 @@ import pytest
 
 from agentzero_store import AgentMemory, StoreConfig, Turn
 from agentzero_store.agentmem import Memory
-from agentzero_store.agentmem.repository import Filter
+from agentzero_store.agentmem.sqlite.repository import Filter
 from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 from agentzero_store.base.errors import AgentZeroStoreError
 from agentzero_store.memory.records import from_us, to_us
@@ -428,8 +428,8 @@ def test_a_crash_at_a_merge_commit_point_neither_loses_nor_doubles(
     When the fold committed first and the archive after, a crash between them made the
     re-run fold the twins again (access counts and merge history doubled). Random kills
     landed there 7 times in 100; here every run lands there on purpose."""
-    from agentzero_store.agentmem import consolidate as steps
-    from agentzero_store.agentmem.archive import Archive
+    from agentzero_store.agentmem.consolidation import consolidate as steps
+    from agentzero_store.agentmem.sqlite.archive import Archive
 
     data = tmp_path / "data"
     shutil.copytree(reference.pristine, data)

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentzero_store.agentmem.dedup import (
+from agentzero_store.agentmem.consolidation.dedup import (
     MAX_MISS_PROBABILITY,
     jaccard,
     lsh_miss_probability,

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentzero_store.agentmem import dedup, jaccard_blocks
-from agentzero_store.agentmem.dedup import jaccard, near_duplicate_groups, tokens
-from agentzero_store.agentmem.jaccard_blocks import least_common
+from agentzero_store.agentmem.consolidation import dedup, jaccard_blocks
+from agentzero_store.agentmem.consolidation.dedup import jaccard, near_duplicate_groups, tokens
+from agentzero_store.agentmem.consolidation.jaccard_blocks import least_common
 
 
 def _reference_groups(items: Sequence[tuple[str, str]], threshold: float) -> list[list[str]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from agentzero_store import LocalEmbedder, Turn
-from agentzero_store.agentmem import signals as sig
+from agentzero_store.agentmem.recall import signals as sig
 from agentzero_store.base.config import DEFAULT_DIM
 
 from .conftest import Clock, open_memory

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import AgentMemory, LocalEmbedder, Turn
-from agentzero_store.agentmem import signals as sig
-from agentzero_store.agentmem.recall import SIGNALS
+from agentzero_store.agentmem.recall import signals as sig
+from agentzero_store.agentmem.recall.search import SIGNALS
 from agentzero_store.base.errors import InvalidArgumentError
 
 from .conftest import Clock, open_memory

@@ -30,7 +30,7 @@ from agentzero_store import (
 from agentzero_store.agentmem.parts import new_memory
 from agentzero_store.agentmem.postgres.repository import PgRepository
 from agentzero_store.agentmem.records import entity_key
-from agentzero_store.agentmem.repository import SqliteRepository
+from agentzero_store.agentmem.sqlite.repository import SqliteRepository
 from agentzero_store.memory.records import to_us
 from tests.conftest import FAST, PASSPHRASE
 

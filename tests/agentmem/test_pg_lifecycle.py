@@ -21,8 +21,6 @@ import numpy as np
 import pytest
 
 from agentzero_store import SqliteMemoryStore
-from agentzero_store.agentmem.archive import Archive
-from agentzero_store.agentmem.backends import SqliteSide
 from agentzero_store.agentmem.lifecycle import Lifecycle
 from agentzero_store.agentmem.namespaces import ScopeGate
 from agentzero_store.agentmem.parts import Parts, new_memory
@@ -30,7 +28,9 @@ from agentzero_store.agentmem.postgres.archive import PgArchive
 from agentzero_store.agentmem.postgres.repository import PgRepository
 from agentzero_store.agentmem.postgres.side import PgSide
 from agentzero_store.agentmem.records import Memory
-from agentzero_store.agentmem.repository import SqliteRepository
+from agentzero_store.agentmem.sqlite.archive import Archive
+from agentzero_store.agentmem.sqlite.repository import SqliteRepository
+from agentzero_store.agentmem.sqlite.side import SqliteSide
 from agentzero_store.base.config import Layout
 from agentzero_store.base.errors import (
     CorruptStoreError,
@@ -226,7 +226,7 @@ def test_forget_undo_round_trip_matches_sqlite(sides: tuple[Side, Side]) -> None
 
 
 def _filter() -> Any:
-    from agentzero_store.agentmem.repo_core import Filter
+    from agentzero_store.agentmem.sqlite.core import Filter
 
     return Filter(now_us=to_us(START + timedelta(days=1)))
 

@@ -26,7 +26,7 @@ from agentzero_store import SqliteMemoryStore
 from agentzero_store.agentmem.parts import new_memory
 from agentzero_store.agentmem.postgres.repository import PgRepository
 from agentzero_store.agentmem.records import entity_key
-from agentzero_store.agentmem.repository import Filter, SqliteRepository
+from agentzero_store.agentmem.sqlite.repository import Filter, SqliteRepository
 from agentzero_store.base.errors import TamperedRecordError
 from agentzero_store.memory.postgres.store import PgMemoryStore
 from agentzero_store.memory.records import MemoryEntry, to_us

@@ -19,17 +19,17 @@ from typing import Any
 import pytest
 
 from agentzero_store import AgentMemory
-from agentzero_store.agentmem.chat import ChatHistory
-from agentzero_store.agentmem.chat_limits import (
+from agentzero_store.agentmem.chat.history import ChatHistory
+from agentzero_store.agentmem.chat.limits import (
     CapacityLimitedChat,
     SummarizingChat,
     TokenLimitedChat,
 )
-from agentzero_store.agentmem.chat_messages import ChatMessage
+from agentzero_store.agentmem.chat.messages import ChatMessage
 from agentzero_store.agentmem.records import Turn
-from agentzero_store.agentmem.skill_markdown import render
-from agentzero_store.agentmem.skill_records import check_skill
-from agentzero_store.agentmem.skills import SkillStore
+from agentzero_store.agentmem.skills.markdown import render
+from agentzero_store.agentmem.skills.records import check_skill
+from agentzero_store.agentmem.skills.store import SkillStore
 from agentzero_store.base.errors import AccessDeniedError, InvalidArgumentError
 from tests.conftest import PASSPHRASE, run_cli
 

@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 
 from agentzero_store import SchemaVersionError
-from agentzero_store.agentmem.schema import MIGRATIONS, SCHEMA_KEY, SCHEMA_VERSION, migrate_chain
+from agentzero_store.agentmem.sqlite.schema import (
+    MIGRATIONS,
+    SCHEMA_KEY,
+    SCHEMA_VERSION,
+    migrate_chain,
+)
 
 from .conftest import Clock, open_memory
 

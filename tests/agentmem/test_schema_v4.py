@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore, Turn
 from agentzero_store.agentmem import fsrs
-from agentzero_store.agentmem.schema import MIGRATIONS, SCHEMA_KEY, migrate_chain
+from agentzero_store.agentmem.sqlite.schema import MIGRATIONS, SCHEMA_KEY, migrate_chain
 from agentzero_store.memory.records import to_us
 from tests.conftest import FAST, PASSPHRASE
 

@@ -20,19 +20,19 @@ from agentzero_store import (
     SkillFileError,
     SkillStore,
 )
-from agentzero_store.agentmem.skill_markdown import (
+from agentzero_store.agentmem.skills.markdown import (
     FORMAT,
     SkillParseError,
     file_names,
     parse,
     render,
 )
-from agentzero_store.agentmem.skill_records import check_skill
-from agentzero_store.agentmem.skill_repository import SCHEMA_KEY
+from agentzero_store.agentmem.skills.records import check_skill
+from agentzero_store.agentmem.skills.repository import SCHEMA_KEY
 from agentzero_store.base.config import Layout
 from agentzero_store.memory.sqlite.source import LAYER_WRITES
 from tests.conftest import FAST, PASSPHRASE, scan_for, text_needles
-from tests.sqlcipher_pages import find_plaintext
+from tests.support.sqlcipher_pages import find_plaintext
 
 from .conftest import Clock, open_memory
 

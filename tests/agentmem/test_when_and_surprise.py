@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from agentzero_store import LocalEmbedder, Turn
-from agentzero_store.agentmem import signals as sig
-from agentzero_store.agentmem import when
+from agentzero_store.agentmem.recall import signals as sig
+from agentzero_store.agentmem.recall import when
 
 from .conftest import Clock, open_memory
 

@@ -1,7 +1,7 @@
 """The agent-memory repository's beliefs on PostgreSQL: the append-only belief history,
 facts that supersede, typed edges and procedures with their outcomes.
 
-The same methods as ``repo_beliefs.BeliefRows`` (SQLite), over ``az_am_history``,
+The same methods as ``sqlite.beliefs.BeliefRows`` (SQLite), over ``az_am_history``,
 ``az_am_fact``, ``az_am_edge`` and ``az_am_procedure`` (``postgres.schema``):
 
 - a history line's detail, a fact's subject, predicate and object, a procedure's action

@@ -1,6 +1,6 @@
 """The agent-memory repository on PostgreSQL: its core and its reads.
 
-The same methods as ``repo_core.RepositoryCore`` and ``repo_reads.ReadRows`` (the SQLite
+The same methods as ``sqlite.core.RepositoryCore`` and ``sqlite.reads.ReadRows`` (the SQLite
 repository), over the tables of ``postgres.schema``: a memory's text is opened from its
 sealed ``az_memory`` row on the client (``pg.rows.RowCodec``), its speaker and entities
 from their sealed spellings (``codec.LayerCodec``), and every lookup by an entity key
@@ -19,7 +19,7 @@ from ...memory.postgres.write import Batch
 from ...memory.records import Scope, from_us
 from ..fsrs import text_salience
 from ..records import Memory, entity_key
-from ..repo_core import Candidate, Filter, NewMemory, Row, entities
+from ..sqlite.core import Candidate, Filter, NewMemory, Row, entities
 from . import schema
 from .codec import LayerCodec
 

@@ -1,7 +1,7 @@
 """The agent-memory repository's lifecycle statements on PostgreSQL: forget and undo,
 erase, archive, consolidation's selections and adoption of rows written below the layer.
 
-The same methods as ``repo_lifecycle.LifecycleRows`` (SQLite), over ``postgres.schema``:
+The same methods as ``sqlite.lifecycle.LifecycleRows`` (SQLite), over ``postgres.schema``:
 
 - a forget's payload (the rows to put back) is sealed whole under the memory's id; its
   ``about`` lists blinded entity keys, so ``forgotten_select`` by entity compares them;
@@ -28,7 +28,7 @@ import numpy as np
 from ...base.errors import NotFoundError
 from ...memory.records import from_us
 from ..records import entity_key
-from ..repo_core import NewMemory
+from ..sqlite.core import NewMemory
 from .archive import FORGOTTEN as _FORGOTTEN
 from .archive import TABLE as ARCHIVE
 from .archive import PgArchiveRows, meta_json

@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..repo_core import Candidate, Filter, NewMemory, Row, entities
+from ..sqlite.core import Candidate, Filter, NewMemory, Row, entities
 from .beliefs import PgBeliefRows
 from .core import READ_COLUMNS, PgRepositoryCore
 from .lifecycle import PgLifecycleRows

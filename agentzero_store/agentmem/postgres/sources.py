@@ -1,5 +1,5 @@
 """The agent-memory repository's provenance on PostgreSQL (``az_am_source``): the same
-methods as ``repo_sources.SourceRows`` (SQLite). Ids only, in the clear, as every id is
+methods as ``sqlite.sources.SourceRows`` (SQLite). Ids only, in the clear, as every id is
 (``postgres.schema``); ``PgRepositoryCore.sources_of`` reads them with the rows."""
 
 from __future__ import annotations

@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import text_fingerprint
-from ..transfer import (
+from ..transfer.plain import (
     COLUMNS,
     MemoryState,
     Namespaces,
     ScopeRows,
     column_values,
 )
-from ..transfer_side import (
+from ..transfer.side import (
     clear_tables,
     namespace_tables,
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..transfer import (
+from ..transfer.plain import (
     STATE_COLUMNS,
     FactState,
     GrantState,
@@ -29,7 +29,7 @@ from ..transfer import (
     memory_state,
     scope_rows,
 )
-from ..transfer_side import (
+from ..transfer.side import (
     CLEAR_KINDS,
     GRANT_COLUMNS,
     NAMESPACE_COLUMNS,

@@ -26,7 +26,7 @@ from langchain_core.messages import (
 )
 
 from ...agentmem import ChatMessage as StoredMessage
-from ...agentmem.chat_messages import ROLES
+from ...agentmem.chat.messages import ROLES
 from ...base.errors import CorruptStoreError, InvalidArgumentError
 from ...base.limits import MAX_METADATA_BYTES
 
