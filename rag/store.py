@@ -103,8 +103,30 @@ class DocumentStore:
     ) -> DocumentStore:
         """Open (or create) the document store of ``data_dir`` (same keys.json as memory).
 
-        A wrong credential raises ``WrongKeyError`` before any file is touched.
-        ``readonly`` takes no writer lock (queries beside a running ``rag watch``).
+        Args:
+            data_dir: The data dir (``~`` is expanded); created when ``create`` is true.
+            passphrase: The store's passphrase (or give ``key`` or ``key_file``).
+            key: A raw 32-byte key, or its hex.
+            key_file: A file holding the key (``agentzero keys generate``).
+            embedder: Embeds chunks for semantic and hybrid queries; without one the
+                store answers keyword queries only.
+            create: Create the data dir when it does not exist.
+            readonly: Take no writer lock (queries beside a running ``rag watch``).
+            config: Tuning (KDF, lock timeouts, fusion); the defaults suit a desktop.
+            chunking: How documents are cut into chunks.
+            prompt: Ask for a passphrase on the terminal when none is given.
+            io: File I/O (a fault-injecting one in tests).
+            progress: Called while the indexes catch up or rebuild on open.
+
+        Returns:
+            The open store; close it (or use it as a context manager).
+
+        Raises:
+            WrongKeyError: The credential does not open this store (no file touched).
+            CredentialRequiredError: No passphrase, key or key file, and no prompt.
+            StoreNotFoundError: ``create`` is false (or ``readonly``) and there is none.
+            CorruptStoreError: The document log is damaged, truncated or replaced.
+            StoreLockedError: Another process holds the writer role past the timeout.
         """
         config = config or StoreConfig()
         layout, keys = open_data_dir(
@@ -194,11 +216,39 @@ class DocumentStore:
         """Store a document (replacing an earlier version); durable when it returns.
 
         Re-ingesting identical content, title, source and metadata is a no-op.
+
+        Args:
+            doc_id: The document's id (any non-empty text; a path is a good one).
+            text: Its content.
+            title: Embedded with each chunk, shown with hits.
+            source_path: Where it came from (``ingest_file`` and ``rag watch`` set it).
+            metadata: JSON-serialisable values kept beside it (sealed like the text).
+
+        Returns:
+            What was written: the log sequence number (None when unchanged), the
+            number of chunks and whether anything changed.
+
+        Raises:
+            InvalidArgumentError: Empty text, or too many chunks for one document.
+            EmbedderError: The embedder failed (nothing is written).
+            StoreLockedError: Another writer held the data dir past the timeout.
         """
         return self.ingest_many([DocInput(doc_id, text, title, source_path, metadata)])[0]
 
     def ingest_many(self, docs: Iterable[DocInput]) -> list[IngestResult]:
-        """Ingest many documents with one group commit (one write, one fsync)."""
+        """Ingest many documents with one group commit (one write, one fsync).
+
+        Args:
+            docs: The documents; an unchanged one is skipped.
+
+        Returns:
+            One ``IngestResult`` per document, in order.
+
+        Raises:
+            InvalidArgumentError: A document without text, or with too many chunks
+                (checked before anything is written).
+            EmbedderError: The embedder failed (nothing is written).
+        """
         docs = list(docs)
         results: list[IngestResult | None] = [None] * len(docs)
         todo: list[tuple[int, DocInput, list[Chunk]]] = []  # (position, doc, its chunks)
@@ -296,14 +346,25 @@ class DocumentStore:
         return files.ingest_dir(self, Path(root), progress, max_bytes=max_bytes)
 
     def delete(self, doc_id: str) -> bool:
-        """Delete a document (a tombstone in the log). True if it existed."""
+        """Delete a document (a tombstone in the log); durable when it returns.
+
+        Args:
+            doc_id: The document's id.
+
+        Returns:
+            True if it existed, False if there was nothing to delete.
+        """
         with self._writer():
             change = self.log.delete(doc_id)
         self._catch_up()
         return change is not None
 
     def compact(self) -> str:
-        """Rewrite the log without superseded and deleted records; indexes rebuild."""
+        """Rewrite the log without superseded and deleted records; indexes rebuild.
+
+        Returns:
+            The new log generation's id.
+        """
         with self._writer():
             generation = self.log.compact()
         for sidecar in self.indexes.sidecars():
@@ -323,7 +384,14 @@ class DocumentStore:
 
     # ------------------------------------------------------------------ reads
     def get(self, doc_id: str) -> DocumentRecord | None:
-        """The live version of a document, or None."""
+        """The live version of a document.
+
+        Args:
+            doc_id: The document's id.
+
+        Returns:
+            Its record (text, title, source, metadata), or None if there is none.
+        """
         return self.log.get(doc_id)
 
     def documents(self) -> list[DocumentRecord]:
@@ -334,9 +402,25 @@ class DocumentStore:
         return len(self.log)
 
     def query(self, text: str, limit: int = 5, mode: QueryMode = "auto") -> list[DocumentHit]:
-        """The ``limit`` best documents for ``text``: keyword (BM25; ``bm25`` is an
-        alias), semantic or hybrid (RRF k=60); ``auto``, the default, is hybrid with an
-        embedder and keyword without one (``base.modes``)."""
+        """The ``limit`` best documents for ``text``.
+
+        Args:
+            text: The query.
+            limit: How many documents at most (a chunk's best hit stands for its
+                document).
+            mode: ``keyword`` (BM25; ``bm25`` is an alias), ``semantic``, ``hybrid``
+                (RRF k=60) or ``auto``, the default: hybrid with an embedder and
+                keyword without one (``base.modes``).
+
+        Returns:
+            Hits, best first: each document with its best chunk (text and offsets),
+            its title, source and metadata, and its rank in each list fused.
+
+        Raises:
+            InvalidArgumentError: An empty query, an unknown mode or a limit out of
+                range.
+            NoEmbedderError: ``semantic`` or ``hybrid`` without an embedder.
+        """
         how = plain_mode(mode, has_embedder=self.embedder is not None)
         # Capped: Tantivy and hnswlib allocate per hit asked for (10**9 aborted the process).
         limit = check_limit(limit)
@@ -383,5 +467,16 @@ class DocumentStore:
     def rebuild_index(
         self, name: str | None = None, progress: Callable[[int, int], None] | None = None
     ) -> list[str]:
-        """Rebuild one index (``bm25`` or ``hnsw``) or all; returns the names rebuilt."""
+        """Rebuild one index, or all, from the document log.
+
+        Args:
+            name: ``bm25`` or ``hnsw``; None rebuilds every index.
+            progress: Called with (done, total) as chunks are indexed.
+
+        Returns:
+            The names of the indexes rebuilt.
+
+        Raises:
+            InvalidArgumentError: An unknown index name.
+        """
         return self.indexes.rebuild(name, progress)

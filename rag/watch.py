@@ -132,6 +132,7 @@ class FolderSync:
         assert self.scanner.root is not None
         self.root = self.scanner.root
         self.on_change = on_change
+        self.events_seen = 0  # watchdog events noticed so far (what a test can wait on)
         self.pending = Debouncer(debounce, max(MAX_DELAY, debounce), clock)
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -279,6 +280,11 @@ class FolderSync:
         for path, is_dir in self._paths_of(event):
             self.pending.add(path, is_dir)
             self._wake.set()
+        self.events_seen += 1
+
+    def wake(self) -> None:
+        """Have ``run`` look at the pending paths now (after a clock moved, or a signal)."""
+        self._wake.set()
 
     def start(self) -> None:
         """Start the inotify observer (watches are in place when this returns)."""

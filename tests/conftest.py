@@ -18,7 +18,7 @@ from agentzero_store import LocalEmbedder, SqliteMemoryStore, StoreConfig
 from agentzero_store.base.config import FAST_KDF_FOR_TESTS
 
 # The session's PostgreSQL server (started on first use) and a fresh database per test.
-from .pg_server import pg_url, postgres  # noqa: F401
+from .support.pg_server import pg_url, postgres  # noqa: F401
 
 PASSPHRASE = "correct horse battery staple"
 FAST = StoreConfig(kdf=FAST_KDF_FOR_TESTS)

@@ -6,7 +6,7 @@
 - ``torch``: sentence-transformers, as before. ``import sentence_transformers`` alone
   costs seconds, so it is imported lazily, on the first batch that uses it.
 
-Both give the same vectors (within 1e-5; ``tests/test_local_embedder_fast.py`` checks
+Both give the same vectors (within 1e-5; ``tests/embed/test_local_embedder_fast.py`` checks
 golden vectors), so stores and their ``model_id`` do not care which one made a vector.
 ``auto`` (the default) sends batches of up to ``bulk_threshold`` texts to onnx and larger
 ones to torch, where torch was measured faster (BENCHMARKS.md, the embedder group).

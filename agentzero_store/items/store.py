@@ -25,7 +25,7 @@ from ..base.config import StoreConfig
 from ..base.errors import InvalidArgumentError, StoreClosedError
 from ..base.limits import MAX_RESULTS, check_limit
 from ..memory.records import to_us
-from ..memory.store import SqliteMemoryStore
+from ..memory.sqlite.store import SqliteMemoryStore
 from . import schema
 from .batch import ItemBatch, check_vectors
 from .filters import check_filter, matches
@@ -95,8 +95,27 @@ class ItemStore:
     ) -> ItemStore:
         """Open (or, with ``create``, create) the data dir and the item tables in it.
 
-        The credential is checked first: a wrong one raises ``WrongKeyError`` and no
-        byte under the data dir changes. ``close`` closes the memory store it opened."""
+        Args:
+            data_dir: The data dir (``~`` is expanded).
+            collection: The item collection (a store may hold several, each with its
+                own vector dimension).
+            passphrase: The store's passphrase (or give ``key`` or ``key_file``).
+            key: A raw 32-byte key, or its hex.
+            key_file: A file holding the key.
+            create: Create the data dir when it does not exist.
+            config: Tuning (KDF, lock timeouts).
+            clock: What "now" is, for TTLs (tests pass a fixed clock).
+            prompt: Ask for a passphrase on the terminal when none is given.
+
+        Returns:
+            The open item store; ``close`` closes the memory store it opened.
+
+        Raises:
+            WrongKeyError: The credential does not open this store; no byte under the
+                data dir changes (it is checked first).
+            StoreNotFoundError: ``create`` is false and there is no store.
+            InvalidArgumentError: An invalid collection name.
+        """
         store = SqliteMemoryStore.open(
             data_dir,
             passphrase=passphrase,
@@ -170,7 +189,28 @@ class ItemStore:
         ttl: float | None = None,
         if_absent: bool = False,
     ) -> bool:
-        """Store one item (``ItemBatch.put``), durable when it returns."""
+        """Store one item, durable when it returns (one ``batch`` of one ``put``).
+
+        Args:
+            namespace: The item's namespace, a non-empty tuple of names.
+            key: Its key within the namespace.
+            value: A JSON object (sealed in ``memory.db``).
+            data: Bytes kept beside the value.
+            vectors: Field name → vector, for similarity search (every vector has the
+                collection's dimension, fixed by its first vector).
+            text: Words for keyword (hybrid) search.
+            ttl: Seconds until the item expires (None: never).
+            if_absent: Write only if no live item is at (namespace, key).
+
+        Returns:
+            Whether it was written (False only with ``if_absent`` and an item there).
+
+        Raises:
+            InvalidArgumentError: An empty namespace or key, a value that is not a JSON
+                object, a non-finite vector or a negative ``ttl``.
+            DimensionMismatchError: A vector of another dimension than the collection's.
+            StoreClosedError: The item store was closed.
+        """
         with self.batch() as b:
             return b.put(
                 namespace,
@@ -203,7 +243,16 @@ class ItemStore:
 
     # ------------------------------------------------------------------ reads
     def get(self, namespace: Sequence[str], key: str, *, refresh_ttl: bool = False) -> Item | None:
-        """The live item at (namespace, key), or None (also when it expired)."""
+        """The live item at (namespace, key).
+
+        Args:
+            namespace: The item's namespace.
+            key: Its key.
+            refresh_ttl: Restart the item's time to live, if it has one.
+
+        Returns:
+            The item, or None when there is none (also when it expired).
+        """
         return self.get_many([(namespace, key)], refresh_ttl=refresh_ttl)[0]
 
     def get_many(
@@ -278,11 +327,28 @@ class ItemStore:
     ) -> list[ItemHit]:
         """Live items under ``prefix`` that match ``filter``, best first.
 
-        Without ``vector``: newest update first, no score. With it: by the cosine
-        similarity of the item's best field vector to ``vector`` (the hit's ``score``),
-        then the items that have no vector, newest first. ``ranking="hybrid"`` (needs
-        ``text`` too) orders by the reciprocal-rank fusion of that similarity and the
-        BM25 of ``text`` against the items' indexed text; the score stays the cosine."""
+        Args:
+            prefix: A namespace prefix (``()``: the whole collection).
+            filter: Conditions on the value's fields (``items.filters``: equality, or
+                ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``).
+            vector: Rank by the cosine similarity of each item's best field vector to
+                this one (the hit's ``score``), then the items with no vector, newest
+                first. Without it: newest update first, no score.
+            text: With ``ranking="hybrid"``: the query words for BM25.
+            ranking: ``"vector"`` or ``"hybrid"`` (the reciprocal-rank fusion of the
+                similarity and the BM25 of ``text``; the score stays the cosine).
+            limit: How many hits at most.
+            offset: How many to skip first.
+            refresh_ttl: Restart the time to live of the items returned.
+
+        Returns:
+            The hits, best first.
+
+        Raises:
+            InvalidArgumentError: An unknown ``ranking``, a malformed filter, a limit
+                or offset out of range, or a ``vector`` of another dimension than the
+                collection's.
+        """
         ns = check_namespace(prefix, allow_empty=True, what="namespace prefix")
         flt = check_filter(filter)
         lim, off = check_limit(limit), _offset(offset)

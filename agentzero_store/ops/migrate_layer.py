@@ -26,7 +26,6 @@ import collections
 from collections.abc import Callable
 
 from ..agentmem.backends import transfer_side_of
-from ..agentmem.seam import LayerStore
 from ..agentmem.transfer.plain import (
     PAGE,
 )
@@ -34,14 +33,17 @@ from ..agentmem.transfer.side import (
     LayerTransfer,
 )
 from ..base.errors import PendingForgetsError, UnsupportedByBackendError
+from ..memory.choose import as_backend
+from ..memory.seam import MemoryStore
 
 Advance = Callable[[int], None]
 
 
-def layer_of(store: LayerStore) -> LayerTransfer:
-    """The agent memory's transfer side of an open store (``agentmem.backends``
-    picks it by the store's capability, as it picks the ``StoreSide``)."""
-    return transfer_side_of(store)
+def layer_of(store: MemoryStore) -> LayerTransfer:
+    """The agent memory's transfer side of an open store (``agentmem.backends`` picks it
+    by the store's capability, as it picks the ``StoreSide``); ``UnsupportedByBackendError``
+    for a store of neither backend (``memory.choose.as_backend``)."""
+    return transfer_side_of(as_backend(store))
 
 
 def refuse(src: LayerTransfer) -> None:

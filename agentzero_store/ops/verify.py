@@ -29,8 +29,8 @@ from typing import Any, Literal
 from ..agentmem.sqlite.archive import audit, required_texts
 from ..base.config import Layout, StoreConfig
 from ..base.errors import AgentZeroStoreError, CorruptStoreError, SidecarCorruptError
-from ..memory.schema import get_meta
-from ..memory.source import feed_seq, memory_present, memory_seq, unreadable_times
+from ..memory.sqlite.schema import get_meta
+from ..memory.sqlite.source import feed_seq, memory_present, memory_seq, unreadable_times
 from ..sidecar.manifest import MANIFEST
 from ..sidecar.mechanism import Sidecar
 from ..sidecar.types import Change

@@ -20,7 +20,7 @@ The label stays in the label maps and in the deleted list (counts survive a relo
 and a later insert under the same label reuses the slot: hnswlib then rewrites its
 vector and relinks it). The graph has lost the routes through scrubbed elements, like
 a graph whose deleted nodes were removed without repair: with a small share of them
-recall does not move (tests/test_hnsw_scrub.py), and a rebuild compacts the graph.
+recall does not move (tests/sidecar/test_hnsw_scrub.py), and a rebuild compacts the graph.
 
 Layout (hnswlib 0.8, checked by ``hnsw._check_state`` before anything reads it): each
 element's level-0 block in ``data_level0`` is a uint32 header (count in the low 16 bits,

@@ -12,7 +12,7 @@ import pytest
 
 from agentzero_store import AgentMemory, SqliteMemoryStore
 from tests.conftest import FAST, PASSPHRASE
-from tests.pg_server import PgServer
+from tests.support.pg_server import PgServer
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -20,7 +20,7 @@ from agentzero_store.agentmem.chat.messages import choose_by_tokens
 from agentzero_store.agentmem.tokens import count_tokens, estimate_tokens
 from agentzero_store.base.config import Layout
 from tests.conftest import FAST, PASSPHRASE
-from tests.sqlcipher_pages import find_plaintext
+from tests.support.sqlcipher_pages import find_plaintext
 
 from .conftest import Clock, open_memory
 from .test_erase_proof import halves, plaintext_left

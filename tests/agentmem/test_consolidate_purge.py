@@ -14,7 +14,7 @@ import pytest
 
 from agentzero_store.agentmem.lifecycle import Lifecycle
 from agentzero_store.sidecar.mechanism import Sidecar
-from tests.hnsw_support import checkpoint_vectors
+from tests.support.hnsw import checkpoint_vectors
 
 from .conftest import Clock, open_memory
 

@@ -3,7 +3,7 @@ nowhere under the data dir (issue 15).
 
 Asking SQLCipher shows live rows only. This test reads what is on disk: every page of
 memory.db and its WAL and of memory.archive.db, decrypted with their keys
-(``tests.sqlcipher_pages``); the raw bytes of every file; and the HNSW checkpoint,
+(``tests.support.sqlcipher_pages``); the raw bytes of every file; and the HNSW checkpoint,
 decrypted the way the sidecar itself reads it. Each scan is first shown to FIND what it
 looks for (before the erase, or in a kept memory), so a scan that cannot see is caught.
 
@@ -25,14 +25,14 @@ import pytest
 
 from agentzero_store import LocalEmbedder, Turn
 from agentzero_store.base.config import Layout, StoreConfig
-from agentzero_store.memory.index import MAGIC as MEMORY_INDEX_MAGIC
-from agentzero_store.memory.index import MemoryIndex
+from agentzero_store.memory.sqlite.index import MAGIC as MEMORY_INDEX_MAGIC
+from agentzero_store.memory.sqlite.index import MemoryIndex
 from agentzero_store.sidecar.hnsw import HnswIndex
 from agentzero_store.sidecar.manifest import CheckpointFiles, coverage, data_aad
 from agentzero_store.storage.keys import StoreKeys
 from agentzero_store.storage.sqlcipher import Database
 from tests.conftest import FAST, scan_for
-from tests.sqlcipher_pages import find_plaintext
+from tests.support.sqlcipher_pages import find_plaintext
 
 from .conftest import Clock, open_memory
 

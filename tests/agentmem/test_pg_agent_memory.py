@@ -22,7 +22,7 @@ import pytest
 
 from agentzero_store import AgentMemory, Turn, WrongKeyError
 from tests.conftest import FAST, PASSPHRASE, child_env, scan_paths, text_needles
-from tests.pg_server import PgServer
+from tests.support.pg_server import PgServer
 
 from .conftest import Clock, open_memory
 

@@ -29,8 +29,8 @@ from agentzero_store.agentmem.records import entity_key
 from agentzero_store.agentmem.rows import Filter
 from agentzero_store.agentmem.sqlite.repository import SqliteRepository
 from agentzero_store.base.errors import TamperedRecordError
+from agentzero_store.memory.postgres.store import PgMemoryStore
 from agentzero_store.memory.records import MemoryEntry, to_us
-from agentzero_store.pg.store import PgMemoryStore
 from tests.agentmem.conftest import START, Clock
 from tests.conftest import FAST, PASSPHRASE
 

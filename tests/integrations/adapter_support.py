@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..conftest import child_env, scan_for, text_needles
-from ..test_canary import base64_forms
+from ..promises.test_canary import base64_forms
 
 
 def canary(prefix: str = "canary") -> str:

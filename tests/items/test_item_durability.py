@@ -20,7 +20,7 @@ from agentzero_store import ItemStore, WrongKeyError
 from agentzero_store.base.errors import StoreLockedError
 
 from ..conftest import FAST, scan_for, tree_digest
-from ..test_canary import needles_for
+from ..promises.test_canary import needles_for
 
 KEY = bytes(range(1, 33))
 

@@ -33,7 +33,7 @@ from agentzero_store.sidecar.bm25_terms import BlindTerms, analyzer
 from rag import DocInput, DocumentStore
 
 from ..conftest import FAST, scan_for
-from ..test_sidecar_mechanism import FaultyIO
+from ..sidecar.test_sidecar_mechanism import FaultyIO
 
 KEY = bytes(range(32))
 TERM_KEY = bytes(range(100, 132))

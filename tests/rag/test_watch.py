@@ -303,7 +303,42 @@ def test_debouncer_caps_the_delay_of_a_busy_file() -> None:
     assert d.pop_due() == {p: False}
 
 
+class SteppedClock:
+    """A monotonic clock the test moves by hand: the debounce window is then a matter of
+    the test's steps, not of how fast a loaded machine runs the writer's sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+
+def wait_until_quiet(sync: FolderSync, quiet: float = 0.3, timeout: float = 10) -> None:
+    """Until the observer has queued the path and no event came for ``quiet`` real
+    seconds (inotify delivers on its own thread, after the write returns)."""
+    deadline = time.monotonic() + timeout
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        seen = sync.events_seen
+        if seen != last:
+            last, since = seen, time.monotonic()
+        elif seen and time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the observer never went quiet ({last} events)")
+
+
 def test_live_observer_debounces_a_burst(store: DocumentStore, folder: Path) -> None:
+    """Five writes 50 ms apart on the watcher's clock, inside its 0.3 s quiet period, are
+    one change with the last content (the real inotify observer and loop; only the clock
+    is the test's, so a slow machine cannot split the burst)."""
     seen: list[Change] = []
     got = threading.Event()
 
@@ -311,7 +346,8 @@ def test_live_observer_debounces_a_burst(store: DocumentStore, folder: Path) -> 
         seen.append(c)
         got.set()
 
-    sync = FolderSync(store, folder, debounce=0.3, on_change=on_change)
+    clock = SteppedClock()
+    sync = FolderSync(store, folder, debounce=0.3, on_change=on_change, clock=clock)
     sync.start()
     sync.initial_sync()
     seen.clear()
@@ -321,9 +357,15 @@ def test_live_observer_debounces_a_burst(store: DocumentStore, folder: Path) -> 
         c = folder / "c.md"
         for i in range(5):  # a burst: one write every 50 ms, well inside the quiet period
             c.write_text(f"gamma version {i}\n")
-            time.sleep(0.05)
+            clock.advance(0.05)
+        wait_until_quiet(sync)
+        assert not seen, "nothing is due before the quiet period has passed"
+        clock.advance(0.3)
+        sync.wake()
         assert got.wait(5)
-        time.sleep(0.6)  # nothing more may follow
+        clock.advance(1.0)  # nothing more may follow, however long the quiet lasts
+        sync.wake()
+        time.sleep(0.3)
     finally:
         sync.stop()
         runner.join(5)

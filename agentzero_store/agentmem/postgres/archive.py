@@ -29,7 +29,7 @@ from .core import MEMORY_COLUMNS
 from .reads import PgReadRows
 
 if TYPE_CHECKING:
-    from ...pg.store import PgMemoryStore
+    from ...memory.postgres.store import PgMemoryStore
     from ..seam import LayerTx
 
 TABLE = "az_am_archive"

@@ -14,15 +14,15 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from ...pg.tx import PgWriteTx
-from ...pg.write import Batch
+from ...memory.postgres.tx import PgWriteTx
+from ...memory.postgres.write import Batch
 from ..fsrs import text_salience
 from ..rows import NewMemory
 from . import schema
 from .codec import LayerCodec
 
 if TYPE_CHECKING:
-    from ...pg.store import PgMemoryStore
+    from ...memory.postgres.store import PgMemoryStore
     from ..seam import LayerTx, PreparedRows
 
 # The memory row's columns ``RowCodec.open`` reads, then the layer's, as ``_memory``

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...base.errors import NotFoundError
-from ...pg.tx import PgWriteTx
-from ...pg.write import Batch
+from ...memory.postgres.tx import PgWriteTx
+from ...memory.postgres.write import Batch
 from ..records import entity_key
 from ..rows import (
     ForgetPayload,

@@ -236,7 +236,7 @@ class PgReadRows(PgSourceRows):
         """Up to ``pool`` (label, cosine) nearest ``qv`` among every memory that passes
         ``f``, exactly: the server scans the filtered rows (no index scan), and only the
         ``pool`` best come back, never every vector."""
-        from ...pg.write import vector_text
+        from ...memory.postgres.write import vector_text
 
         where, params = self._filter_sql(f)
         with self._store.snapshot() as tx:

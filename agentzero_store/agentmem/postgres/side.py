@@ -8,7 +8,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import Scope
-from ...pg.store import PgMemoryStore
+from ...memory.postgres.store import PgMemoryStore
 from .archive import PgArchive
 from .core import unrepeated_seq
 from .repository import PgRepository

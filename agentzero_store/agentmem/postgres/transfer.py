@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import text_fingerprint
-from ...pg.store import PgMemoryStore
+from ...memory.postgres.store import PgMemoryStore
 from ..transfer.plain import (
     COLUMNS,
     MemoryState,
@@ -35,7 +35,7 @@ from .beliefs import history_row_id
 from .transfer_read import PgLayerReader
 
 if TYPE_CHECKING:
-    from ...pg.tx import PgWriteTx
+    from ...memory.postgres.tx import PgWriteTx
     from ..seam import LayerStore
     from ..transfer.side import LayerTransfer
 

@@ -20,12 +20,12 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...memory.records import from_us
-from ...memory.store import SqliteMemoryStore
+from ...memory.sqlite.store import SqliteMemoryStore
 from ..sqlite.schema import migrate_chain
 from .records import Skill, skill_key, tag_key
 
 if TYPE_CHECKING:
-    from ...memory.tx import WriteTx
+    from ...memory.sqlite.tx import WriteTx
     from ..seam import DataDirLayerStore
 
 SCHEMA_KEY = "agentmem_skills_schema"

@@ -8,15 +8,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from ...memory.rows import placeholders
-from ...memory.tx import WriteTx
-from ...memory.write import ExtraColumns, Prepared
+from ...memory.sqlite.rows import placeholders
+from ...memory.sqlite.tx import WriteTx
+from ...memory.sqlite.write import ExtraColumns, Prepared
 from ..fsrs import text_salience
 from ..rows import NewMemory
 from .schema import MIGRATIONS, SCHEMA_KEY, migrate_chain
 
 if TYPE_CHECKING:
-    from ...memory.store import SqliteMemoryStore
+    from ...memory.sqlite.store import SqliteMemoryStore
     from ..seam import LayerTx, PreparedRows
 
 # memory columns, then the layer's, as ``_memory`` reads them

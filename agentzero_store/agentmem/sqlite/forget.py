@@ -8,9 +8,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...memory.rows import placeholders
-from ...memory.tx import WriteTx
-from ...memory.write import Prepared
+from ...memory.sqlite.rows import placeholders
+from ...memory.sqlite.tx import WriteTx
+from ...memory.sqlite.write import Prepared
 from ..records import entity_key
 from ..rows import (
     KEPT_LAYER,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import from_us
-from ...memory.rows import placeholders
+from ...memory.sqlite.rows import placeholders
 from ..rows import NewMemory, payload_path
 from .core import batches
 from .forget import ForgetRows

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...memory.rows import placeholders
+from ...memory.sqlite.rows import placeholders
 from ..records import Procedure
 from ..rows import Filter, Row
 from .beliefs import BeliefRows

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...base.config import Layout
 from ...memory.records import Scope
-from ...memory.schema import purge_keyword_index
-from ...memory.store import SqliteMemoryStore
+from ...memory.sqlite.schema import purge_keyword_index
+from ...memory.sqlite.store import SqliteMemoryStore
 from .. import seam
 from .archive import Archive
 from .repository import SqliteRepository

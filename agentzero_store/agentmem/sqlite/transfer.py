@@ -18,8 +18,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import text_fingerprint
-from ...memory.rows import placeholders
-from ...memory.store import SqliteMemoryStore
+from ...memory.sqlite.rows import placeholders
+from ...memory.sqlite.store import SqliteMemoryStore
 from ..transfer.plain import (
     COLUMNS,
     STATE_COLUMNS,
