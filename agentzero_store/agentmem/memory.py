@@ -32,9 +32,9 @@ from ..base.limits import (
 from ..base.modes import Mode
 from ..embed.vectors import Embedder
 from ..memory.backfill import warn_without_embedder
-from ..memory.records import KINDS, MemoryEntry, Scope, from_us, text_fingerprint, to_us
 from ..memory.batch import new_ids
 from ..memory.choose import open_memory_store
+from ..memory.records import KINDS, MemoryEntry, Scope, from_us, text_fingerprint, to_us
 from . import context as ctx
 from . import fsrs
 from . import namespaces as ns

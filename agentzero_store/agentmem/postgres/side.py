@@ -7,8 +7,8 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from ...memory.records import Scope
 from ...memory.postgres.store import PgMemoryStore
+from ...memory.records import Scope
 from .archive import PgArchive
 from .core import unrepeated_seq
 from .repository import PgRepository

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...memory.records import text_fingerprint
 from ...memory.postgres.store import PgMemoryStore
+from ...memory.records import text_fingerprint
 from ..transfer.plain import (
     COLUMNS,
     MemoryState,
