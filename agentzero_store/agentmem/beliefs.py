@@ -59,26 +59,16 @@ class Beliefs:
         sources: Sequence[str],
     ) -> WriteResult:
         """``AgentMemory.assert_fact``."""
-        result = self._assert(
-            subject,
-            predicate,
-            object_,
-            confidence=confidence,
-            single_valued=single_valued,
-            valid_from=valid_from,
-            vector=vector,
-            sources=check_sources(sources),
-        )
+        triple = (subject, predicate, object_)
+        sources = check_sources(sources)
+        result = self._assert(triple, confidence, single_valued, valid_from, vector, sources)
         if core:
             self._p.repo.set_core([result.id], self._p.now_us(), "asserted")
         return result
 
     def _assert(
         self,
-        subject: str,
-        predicate: str,
-        object_: str,
-        *,
+        parts: tuple[str, str, str],
         confidence: float,
         single_valued: bool,
         valid_from: datetime | None,
@@ -86,7 +76,7 @@ class Beliefs:
         sources: Sequence[str],
     ) -> WriteResult:
         p = self._p
-        parts = (subject, predicate, object_)
+        subject, predicate, object_ = parts
         keys = (entity_key(subject), entity_key(predicate), entity_key(object_))
         confidence = unit("confidence", confidence)
         now_us = p.now_us()

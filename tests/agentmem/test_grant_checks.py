@@ -13,6 +13,7 @@ import pytest
 
 from agentzero_store import AgentMemory
 from agentzero_store.agentmem.chat.history import ChatHistory
+from agentzero_store.agentmem.chat.limits import CapacityLimitedChat, SummarizingChat
 from agentzero_store.agentmem.records import Turn
 from agentzero_store.base.errors import AccessDeniedError
 
@@ -61,6 +62,11 @@ def test_each_public_call_of_a_namespace_handle_checks_the_grant_once(
     _, b = shared
     checks = CountingChecks(monkeypatch, type(b.repo))
     chat = ChatHistory(b, "c")
+    capped = CapacityLimitedChat(ChatHistory(b, "capped"), max_messages=2)
+    folded = SummarizingChat(ChatHistory(b, "folded"), max_messages=2)
+    for limited in (capped, folded):  # full: the next message makes them drop or fold
+        for text in ("the first message", "the second message"):
+            limited.add_message("user", text)
     calls: dict[str, Callable[[], object]] = {
         "history": lambda: b.history(),
         "recall": lambda: b.recall("deploy runbook"),
@@ -71,6 +77,8 @@ def test_each_public_call_of_a_namespace_handle_checks_the_grant_once(
         "consolidate": lambda: b.consolidate(dry_run=True),
         "chat history": lambda: chat.history(),
         "chat search": lambda: chat.search("deploy"),
+        "capped chat add_message": lambda: capped.add_message("user", "one more"),
+        "summarizing chat add_message": lambda: folded.add_message("user", "and more"),
     }
     counted = {name: checks.of(call) for name, call in calls.items()}
     assert counted == dict.fromkeys(calls, 1)
