@@ -104,6 +104,7 @@ class ChatMemory(Protocol):
         """Close the memory if this history opened it."""
         ...
 
+
 _call = one_call(attrgetter("_mem.gate"))  # one grant check per public call
 
 
