@@ -5,6 +5,7 @@ public member, is test_revoke.py's."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,33 @@ def test_outside_a_call_every_read_of_the_gate_checks(
     _, b = shared
     checks = CountingChecks(monkeypatch, type(b.repo))
     assert checks.of(lambda: (b.repo, b.archive_file, b.gate.scope())) == 3
+
+
+def test_a_call_binds_the_check_in_its_own_thread_only(
+    shared: tuple[AgentMemory, AgentMemory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker thread (the background extraction's, say) reading the gate while another
+    thread's call is bound checks for itself."""
+    _, b = shared
+    checks = CountingChecks(monkeypatch, type(b.repo))
+    errors: list[BaseException] = []
+
+    def other_thread() -> None:
+        try:
+            assert b.gate.scope().agent_id == b.scope_agent
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    def one_call_with_a_worker() -> None:
+        with b.gate.call():
+            b.gate.scope()
+            worker = threading.Thread(target=other_thread)
+            worker.start()
+            worker.join()
+            b.gate.scope()
+
+    assert checks.of(one_call_with_a_worker) == 2
+    assert not errors
 
 
 def test_a_revoke_between_two_calls_refuses_the_second(
