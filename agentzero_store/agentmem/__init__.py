@@ -1,7 +1,9 @@
 """The agent-memory layer: ``AgentMemory`` (``memory``) on the encrypted memory store.
 
-The tree: shared records and rules at this level (``records``, ``parts``, ``backends``,
-``namespaces``, ``lifecycle``, ``provenance``, ``context``, ``fsrs``); one folder per
+The tree: the facade's services at this level (``writes``, ``reads``, ``beliefs``,
+``decay``, ``tiers``, ``sessions``, ``lifecycle``) with the shared records and rules
+(``records``, ``parts``, ``backends``, ``namespaces``, ``provenance``, ``context``,
+``fsrs``); one folder per
 concern above them (``recall``, ``consolidation``, ``extract``, ``chat``, ``skills``,
 ``transfer``); and the two backends side by side under the same file names (``sqlite``,
 ``postgres``). See docs/architecture.md."""
