@@ -1,8 +1,10 @@
 """The agent-memory layer: ``AgentMemory`` (``memory``) on the encrypted memory store.
 
 The tree: the backend seam (``seam/``: Protocols by concern; ``rows``: the records that
-cross it), shared records and rules at this level (``records``, ``parts``, ``backends``,
-``namespaces``, ``lifecycle``, ``provenance``, ``context``, ``fsrs``); one folder per
+cross it), the facade's services at this level (``writes``, ``reads``, ``beliefs``,
+``decay``, ``tiers``, ``sessions``, ``lifecycle``) with the shared records and rules
+(``records``, ``parts``, ``backends``, ``namespaces``, ``provenance``, ``context``,
+``fsrs``); one folder per
 concern above them (``recall``, ``consolidation``, ``extract``, ``chat``, ``skills``,
 ``transfer``); and the two backends side by side under the same file names (``sqlite``,
 ``postgres``). See docs/architecture.md."""

@@ -8,11 +8,17 @@ the agent that created it) and ``am_grant`` (the agents it granted).
 
 A handle's scope is reached only through its ``ScopeGate``: the repository (every row of
 the scope), the archive and the scope itself for the store's indexes are attributes of
-the gate that check the grant each time they are read (one indexed query, read from the
-store, so a revoke made by another handle or another process holds from the next use,
+the gate that check the grant when they are read (one indexed query, read from the
+store, so a revoke made by another handle or another process holds from the next call,
 even on a handle already open). ``AgentMemory``, its services (``Parts``),
 ``ChatHistory`` and ``SkillStore`` hold the gate, never the repository: code that
 reaches a namespace's data without the check cannot be written against them.
+
+The check is bound to a call: each public method of those classes is ``one_call``, so the
+first read of the gate in it checks the grant and the rest of that call (every service
+and nested public method it runs, in its thread) reaches the scope without checking
+again. Outside a call every read checks. A grant revoked between two calls is seen by
+the second; one revoked while a call runs takes effect at the next.
 
 A **session** (``start_session``) is a scope of its own for one agent,
 (org, ``session_agent(agent, name)``): it starts with the current core facts of the
@@ -26,10 +32,13 @@ one's namespace or session.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..base.errors import AccessDeniedError, InvalidArgumentError
 from ..base.limits import check_name, scope_name
@@ -144,10 +153,18 @@ def namespaces_of(repo: AgentRepository, agent_id: str) -> list[NamespaceInfo]:
     return out
 
 
+class _Call(threading.local):
+    """One thread's call in progress on a gate: how deep, and whether it was checked."""
+
+    depth = 0
+    checked = False
+
+
 class ScopeGate:
     """The one way to a handle's scope (see the module): its repository, archive and
-    ``Scope``, each checked for the grant whenever it is read. A handle on an agent's
-    own memory or session (``namespace`` None) checks nothing and pays nothing."""
+    ``Scope``, each checked for the grant when it is read, once per call (``call``). A
+    handle on an agent's own memory or session (``namespace`` None) checks nothing and
+    pays nothing."""
 
     def __init__(
         self,
@@ -163,15 +180,34 @@ class ScopeGate:
         self.__scope = scope
         self.namespace = namespace
         self._agent_id = agent_id
+        self._call = _Call()  # per thread: a worker thread's call is checked on its own
 
     def check(self) -> None:
         """Raise AccessDeniedError unless the agent may use the namespace (now, as the
-        store says: another process's revoke counts at once)."""
-        if self.namespace is not None and not self.__repo.may_use(self.namespace, self._agent_id):
+        store says: another process's revoke counts at once). Within a ``call`` that
+        has already checked, nothing more is asked."""
+        if self.namespace is None or self._call.checked:
+            return
+        if not self.__repo.may_use(self.namespace, self._agent_id):
             raise AccessDeniedError(
                 f"agent {self._agent_id!r} has no access to namespace {self.namespace!r}"
                 " (never granted, or revoked)"
             )
+        if self._call.depth:
+            self._call.checked = True  # the rest of this call is bound to this check
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        """One public call: its first read of the gate checks the grant, the later ones
+        (nested calls included) reuse that check; the next call checks again."""
+        c = self._call
+        c.depth += 1
+        try:
+            yield
+        finally:
+            c.depth -= 1
+            if not c.depth:
+                c.checked = False
 
     @property
     def repo(self) -> AgentRepository:
@@ -200,12 +236,35 @@ class ScopeGate:
         self.__archive.close()
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def one_call(gate_of: Callable[[Any], ScopeGate]) -> Callable[[F], F]:
+    """A decorator making each decorated method one call of the gate ``gate_of(self)``
+    (``ScopeGate.call``): the grant is checked at most once in it. Written on each
+    public method, where a reader sees it."""
+
+    def decorate(method: F) -> F:
+        @functools.wraps(method)
+        def in_one_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            gate = gate_of(self)
+            if gate.namespace is None:  # nothing to check: no call to keep
+                return method(self, *args, **kwargs)
+            with gate.call():
+                return method(self, *args, **kwargs)
+
+        return cast(F, in_one_call)
+
+    return decorate
+
+
 __all__ = [
     "Namespace",
     "NamespaceInfo",
     "ScopeGate",
     "check_name",
     "namespaces_of",
+    "one_call",
     "scope_agent",
     "session_agent",
 ]

@@ -1,8 +1,9 @@
 """What the agent-memory modules share, so none of them imports the facade.
 
-``AgentMemory`` builds one ``Parts`` and hands it to recall, lifecycle and consolidation:
-the memory store, the scope's gate (its repository, all SQL, and its archive, reached
-only through the grant check: ``namespaces.ScopeGate``), the settings and the clock.
+``AgentMemory`` builds one ``Parts`` and hands it to its services (writes, reads,
+beliefs, decay, tiers, sessions, recall, lifecycle, consolidation): the memory store,
+the scope's gate (its repository, all SQL, and its archive, reached only through the
+grant check, once per public call: ``namespaces.ScopeGate``), the settings and the clock.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ INITIAL_DIFFICULTY = 5.0  # FSRS D of a new memory (1 easy .. 10 hard)
 class Parts:
     """The pieces of one open agent memory. ``store`` is the memory store below (the
     seam's ``LayerStore``); ``repo`` and ``archive`` are its backend's (``backends``),
-    read through ``gate`` (the grant is checked on every read of either)."""
+    read through ``gate`` (the grant is checked once per public call, ``ScopeGate.call``)."""
 
     store: LayerStore
     side: StoreSide

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from operator import attrgetter
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -26,6 +27,7 @@ from ...base.errors import InvalidArgumentError
 from ...base.limits import check_limit, check_text
 from ...memory.records import from_us
 from ..memory import DEFAULT_CONVERSATION, FACT_CONVERSATION, AgentMemory
+from ..namespaces import one_call
 from ..records import Memory
 from ..rows import Filter
 from ..tokens import count_tokens
@@ -101,6 +103,9 @@ class ChatMemory(Protocol):
     def close(self) -> None:
         """Close the memory if this history opened it."""
         ...
+
+
+_call = one_call(attrgetter("_mem.gate"))  # one grant check per public call
 
 
 class ChatHistory:
@@ -184,6 +189,7 @@ class ChatHistory:
     ) -> None:
         self.close()
 
+    @_call
     def init(self, agent_id: str, *, fresh: bool = False) -> ChatHistory:
         """TnsAI's ``init(agentId)``: bind the history to an agent.
 
@@ -191,7 +197,19 @@ class ChatHistory:
         switches scope behind its caller's back: ``agent_id`` must be that agent's (else
         an ``InvalidArgumentError``). The stored messages stay, since persisting them
         across restarts is the point; ``fresh=True`` clears them first (a soft forget,
-        or an erase with ``erase=True``). Returns the history."""
+        or an erase with ``erase=True``).
+
+        Args:
+            agent_id: the memory's own agent id.
+            fresh: clear the stored messages first.
+
+        Returns:
+            This history.
+
+        Raises:
+            InvalidArgumentError: ``agent_id`` is another agent's.
+            AccessDeniedError: the memory's namespace is no longer granted.
+        """
         check_text("agent_id", agent_id)
         self._mem.gate.check()  # binding is using the memory: refused once revoked
         if agent_id != self._mem.agent_id:
@@ -208,21 +226,45 @@ class ChatHistory:
         return self
 
     # ------------------------------------------------------------------ writes
+    @_call
     def add_message(
         self, message: str | Mapping[str, Any], content: str | None = None
     ) -> ChatMessage:
         """Add one message: ``add_message("user", "hi")`` or ``add_message({"role":
         "user", "content": "hi", ...})``. A dict is copied (its other fields kept as
         ``extra``, JSON values only); the role is one of ``ROLES``, the content a
-        non-blank string. Durable when it returns; returns the stored message."""
+        non-blank string. Durable when it returns.
+
+        Args:
+            message: a role, or a whole message as a dict.
+            content: the text, when ``message`` is a role.
+
+        Returns:
+            The message as stored (``history`` reads it back equal).
+
+        Raises:
+            InvalidArgumentError: an unknown role, blank content, a non-JSON field.
+        """
         role, text, extra = parse_message(message, content)
         return self._add(role, text, {"chat": {"extra": extra}} if extra else {})
 
+    @_call
     def add_summary(self, text: str, replaces: Sequence[ChatMessage]) -> ChatMessage:
         """Store ``text`` as a system message summarizing ``replaces`` (messages of this
         history), dated like the newest of them so it takes their place in the order,
         then remove them. The summary is written first: a crash between the two steps
-        leaves both, never neither."""
+        leaves both, never neither.
+
+        Args:
+            text: the summary (non-blank).
+            replaces: messages of this history (at least one).
+
+        Returns:
+            The summary message as stored.
+
+        Raises:
+            InvalidArgumentError: a blank text, no message, or one not of this history.
+        """
         if not isinstance(text, str) or not text.strip():
             raise InvalidArgumentError("a summary must be a non-blank string")
         check_text("summary", text)
@@ -253,6 +295,7 @@ class ChatHistory:
         return message_of(mid, role, text, at, metadata)
 
     # ------------------------------------------------------------------ reads
+    @_call
     def history(self) -> list[ChatMessage]:
         """Every message of the conversation, oldest first (by time, then by the order
         they were written), archived ones with their text read back."""
@@ -277,15 +320,22 @@ class ChatHistory:
                 out.append(from_memory(m))
         return out
 
+    @_call
     def recent(self, n: int) -> list[ChatMessage]:
-        """The newest ``n`` messages, oldest first."""
+        """The newest ``n`` messages (``n`` >= 1), oldest first."""
         n = check_limit(n, "n")
         return self.history()[-n:]
 
+    @_call
     def search(self, query: str, limit: int = 5) -> list[ChatMessage]:
         """The messages of this conversation most relevant to ``query``, best first:
         hybrid (semantic and keyword) with an embedder, keyword without one. Archived
-        messages are not searched (their words left the index with their text)."""
+        messages are not searched (their words left the index with their text).
+
+        Args:
+            query: the text to search for.
+            limit: at most this many messages.
+        """
         limit = check_limit(limit)
         store = self._mem.store
         mode: Literal["hybrid", "keyword"] = "hybrid" if store.embedder else "keyword"
@@ -313,20 +363,31 @@ class ChatHistory:
         return count_tokens([m.content for m in messages], self._mem.store.embedder)
 
     # ------------------------------------------------------------------ removal
+    @_call
     def clear(self) -> Removal:
         """Remove the whole conversation (every memory with its id, notes given this
-        conversation id included) in one transaction."""
+        conversation id included) in one transaction.
+
+        Returns:
+            The ``Removal``: the ids, and the undo tokens (a soft forget) or whether an
+            erase is still ``pending``.
+        """
         if self._erase:
             report = self._mem.erase(conversation_id=self._cid)
             return Removal(report.ids, (), True, report.pending)
         receipt = self._mem.forget(conversation_id=self._cid)
         return Removal(receipt.ids, (receipt.token,) if receipt.count else ())
 
+    @_call
     def prune(self, max_tokens: int, *, strategy: Strategy = "keep_system") -> Removal:
         """Remove the oldest messages until the rest fit in ``max_tokens`` (counted by
         ``token_counts``). ``keep_system``: every other message goes before a system
         prompt does; ``oldest_first``: strictly by age. The newest message always
-        stays, so the rest may exceed the budget only by that one message."""
+        stays, so the rest may exceed the budget only by that one message.
+
+        Returns:
+            The ``Removal`` of the messages dropped (none if they fit).
+        """
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
             raise InvalidArgumentError(
                 f"max_tokens must be a whole number >= 0, got {max_tokens!r}"
@@ -335,9 +396,14 @@ class ChatHistory:
         drop = choose_by_tokens(messages, self.token_counts(messages), max_tokens, strategy)
         return self._remove([m.id for m in drop])
 
+    @_call
     def remove(self, ids: Sequence[str]) -> Removal:
         """Remove these messages (ids of this conversation's messages, else an
-        ``InvalidArgumentError`` and nothing removed)."""
+        ``InvalidArgumentError`` and nothing removed).
+
+        Returns:
+            The ``Removal``, as ``clear``'s.
+        """
         if isinstance(ids, str):
             ids = [ids]
         current = {m.id: m for m in self.history()}

@@ -16,11 +16,13 @@ wrapped history's: a soft forget, or an erase for a history opened with ``erase=
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from types import TracebackType
 from typing import Any
 
 from ...base.errors import InvalidArgumentError
 from ..memory import AgentMemory
+from ..namespaces import one_call
 from ..tokens import count_tokens
 from .history import ChatMemory
 from .messages import ChatMessage, Removal, Strategy, choose_by_count, droppable
@@ -31,6 +33,9 @@ def _whole(name: str, value: Any, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise InvalidArgumentError(f"{name} must be a whole number >= {least}, got {value!r}")
     return value
+
+
+_call = one_call(attrgetter("memory.gate"))  # one grant check per public call
 
 
 class ChatDecorator:
@@ -61,6 +66,7 @@ class ChatDecorator:
         self.inner.init(agent_id, fresh=fresh)
         return self
 
+    @_call
     def add_message(
         self, message: str | Mapping[str, Any], content: str | None = None
     ) -> ChatMessage:
@@ -128,6 +134,7 @@ class CapacityLimitedChat(ChatDecorator):
         super().__init__(inner, strategy)
         self.max_messages = _whole("max_messages", max_messages, 1)
 
+    @_call
     def enforce(self) -> Removal:
         """Remove what is over capacity; returns what went."""
         drop = choose_by_count(self.inner.history(), self.max_messages, self.strategy)
@@ -143,6 +150,7 @@ class TokenLimitedChat(ChatDecorator):
         super().__init__(inner, strategy)
         self.max_tokens = _whole("max_tokens", max_tokens, 0)
 
+    @_call
     def enforce(self) -> Removal:
         """Prune to the budget; returns what went."""
         return self.inner.prune(self.max_tokens, strategy=self.strategy)
@@ -186,6 +194,7 @@ class SummarizingChat(ChatDecorator):
             inner.memory.store.embedder
         )
 
+    @_call
     def enforce(self) -> list[ChatMessage]:
         """Fold what is over the limits into summaries; returns the summaries written."""
         made = []

@@ -12,6 +12,7 @@ anywhere (each named by file and line) means nothing is written.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -24,6 +25,7 @@ from ...base.errors import (
 )
 from ...storage.fileio import atomic_write, translate_os_errors
 from ..memory import AgentMemory
+from ..namespaces import one_call
 from ..seam import in_data_dir
 from .markdown import MAX_FILE_BYTES, SkillParseError, file_names, parse, render
 from .records import (
@@ -39,6 +41,8 @@ from .repository import SqliteSkillRepository
 
 Progress = Callable[[int, int], None]  # (files done, files in all)
 _SHOWN_PROBLEMS = 20  # problems spelled out in an import error's message (all in .problems)
+
+_call = one_call(attrgetter("_mem.gate"))  # one grant check per public call
 
 
 class SkillStore:
@@ -101,6 +105,7 @@ class SkillStore:
         self.close()
 
     # ------------------------------------------------------------------ one skill
+    @_call
     def save(
         self,
         name: str,
@@ -111,14 +116,29 @@ class SkillStore:
         """Create the skill ``name``, or replace the one with that name (compared
         case-insensitively; it takes the new spelling and keeps its creation time).
         ``steps`` and ``tags`` are lists of single-line strings. Saving an identical
-        skill writes nothing. Returns the skill as stored."""
+        skill writes nothing.
+
+        Args:
+            name: the skill's name (one line).
+            description: what it is for.
+            steps: its steps, in order.
+            tags: its tags.
+
+        Returns:
+            The skill as stored.
+        """
         skill = check_skill(name, description, steps, tags)
         with self.repo.transaction() as tx:
             self.repo.upsert(tx, skill, self._mem.now_us())
         return self.load(skill.name)
 
+    @_call
     def load(self, name: str) -> Skill:
-        """The skill named ``name`` (case-insensitively), else a ``NotFoundError``."""
+        """The skill named ``name`` (case-insensitively).
+
+        Raises:
+            NotFoundError: no skill of that name in this scope.
+        """
         found = self.repo.get(check_name(name))
         if found is None:
             raise NotFoundError(
@@ -127,10 +147,15 @@ class SkillStore:
             )
         return found
 
+    @_call
     def delete(self, name: str) -> None:
         """Delete the skill named ``name`` (else a ``NotFoundError``). Its bytes are zeroed
         in memory.db's pages (secure_delete) and the WAL is emptied, unless another
-        connection is reading an older snapshot (then a later checkpoint does it)."""
+        connection is reading an older snapshot (then a later checkpoint does it).
+
+        Raises:
+            NotFoundError: no skill of that name in this scope.
+        """
         check_name(name)
         with self.repo.transaction() as tx:
             gone = self.repo.delete(tx, name)
@@ -139,6 +164,7 @@ class SkillStore:
         self.repo.empty_wal()
 
     # ------------------------------------------------------------------ many
+    @_call
     def find_by_tag(self, tag: str) -> list[Skill]:
         """The skills tagged ``tag`` (case-insensitively), by name."""
         if not isinstance(tag, str) or not tag_key(tag):
@@ -146,6 +172,7 @@ class SkillStore:
         return self.repo.by_tag(tag)
 
     # ------------------------------------------------------------------ Markdown
+    @_call
     def export_markdown(
         self, directory: Path | str, *, overwrite: bool = False, progress: Progress | None = None
     ) -> SkillExport:
@@ -154,7 +181,21 @@ class SkillStore:
         Refuses a directory inside the data dir (no plaintext under it), and, unless
         ``overwrite``, a directory where any of the files already exists (checked before
         anything is written). Each file is written atomically, mode 0600: these files
-        are plaintext."""
+        are plaintext.
+
+        Args:
+            directory: where the files go (outside the data dir).
+            overwrite: replace files of the same names.
+            progress: ``progress(done, total)`` after each file.
+
+        Returns:
+            The ``SkillExport``: the directory and each skill's file name.
+
+        Raises:
+            InvalidArgumentError: the directory is inside the data dir or not a
+                directory, or (without ``overwrite``) a file exists; nothing written.
+            StoreIOError: the directory or a file cannot be written.
+        """
         target = Path(directory).expanduser()
         root = Path(self._data_dir).resolve()
         where = target.resolve()
@@ -185,12 +226,25 @@ class SkillStore:
             str(target), tuple((s.name, n) for s, n in zip(skills, names, strict=True))
         )
 
+    @_call
     def import_markdown(
         self, directory: Path | str, *, progress: Progress | None = None
     ) -> SkillImport:
         """Save the skill of every ``*.md`` file in ``directory`` (not its subfolders),
         all in one transaction, or none: if any file is malformed (or two files name one
-        skill) a ``SkillFileError`` lists every problem as ``file:line: what``."""
+        skill) nothing is imported.
+
+        Args:
+            directory: the folder of ``*.md`` skill files.
+            progress: ``progress(done, total)`` after each file read.
+
+        Returns:
+            The ``SkillImport``: files read, skills created, updated and unchanged.
+
+        Raises:
+            NotFoundError: ``directory`` is not a directory.
+            SkillFileError: every problem of the files, as ``file:line: what``.
+        """
         source = Path(directory).expanduser()
         if not source.is_dir():
             raise NotFoundError(f"{source} is not a directory")
@@ -230,6 +284,7 @@ class SkillStore:
         return SkillImport(str(source), len(files), **counts)
 
     # Last in the class: below it, ``list`` in an annotation would name this method.
+    @_call
     def list(self) -> list[Skill]:
         """Every skill of the scope, by name (case-insensitively)."""
         return self.repo.all()

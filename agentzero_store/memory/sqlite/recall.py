@@ -147,7 +147,9 @@ def hybrid(
         fps.update(_fingerprints(db, [lab for lab, _ in sem if lab not in fps], scope, now_us))
     kept = fuse_and_read(
         {
-            "semantic": [lab for lab, _ in sem],
+            # Only candidates still live when their fingerprints were read: another
+            # writer may delete one between the two statements (each its own snapshot).
+            "semantic": [lab for lab, _ in sem if lab in fps],
             "keyword": [lab for lab, _ in kw if lab in fps],
         },
         lambda labels: _rows(db, labels, scope, now_us),

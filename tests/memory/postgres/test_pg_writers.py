@@ -18,7 +18,7 @@ import psycopg
 
 from agentzero_store import DuplicateIdError, MemoryEntry, PgMemoryStore
 
-from ..conftest import FAST, PASSPHRASE
+from ...conftest import FAST, PASSPHRASE
 
 WRITERS, ROUNDS, BATCH, DIM = 4, 12, 20, 16
 T0 = datetime(2026, 6, 1, tzinfo=UTC)

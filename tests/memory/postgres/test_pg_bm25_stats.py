@@ -27,8 +27,8 @@ from agentzero_store import MemoryEntry, PgMemoryStore, SchemaVersionError, Wron
 from agentzero_store.memory.postgres import bm25, schema
 from agentzero_store.memory.records import Scope, to_us
 
-from ..conftest import FAST, PASSPHRASE
-from ..support.pg_server import PgServer
+from ...conftest import FAST, PASSPHRASE
+from ...support.pg_server import PgServer
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 K1, B = 1.2, 0.75

@@ -34,8 +34,8 @@ from agentzero_store.ops import export_recovery, rotate_keys
 from agentzero_store.sidecar.bm25_terms import BlindTerms
 from agentzero_store.storage.credentials import Credential
 
-from ..conftest import FAST, PASSPHRASE, rand_vectors
-from ..support.pg_server import PgServer
+from ...conftest import FAST, PASSPHRASE, rand_vectors
+from ...support.pg_server import PgServer
 from .test_pg_roles import GRANTS
 
 CRED = Credential.from_passphrase(PASSPHRASE)

@@ -11,8 +11,8 @@ import pytest
 
 from agentzero_store import MemoryEntry, PgMemoryStore, StoreIOError
 
-from ..conftest import FAST, PASSPHRASE, rand_vectors
-from ..support.pg_server import PgServer
+from ...conftest import FAST, PASSPHRASE, rand_vectors
+from ...support.pg_server import PgServer
 
 GRANTS = (
     "GRANT SELECT ON az_keys, az_meta TO {app}",
