@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...base.config import Layout
 from ...base.errors import AgentZeroStoreError
-from ...storage.acks import SourceState
+from ...storage.ack_format import SourceState
 from ...storage.keys import StoreKeys
 from ...storage.sources import judge_documents
 from .report import FIX_ACCEPT, FIX_SALVAGE, Finding, VerifyReport

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ...base.config import Layout
 from ...base.errors import AgentZeroStoreError
-from ...storage.acks import SOURCES, Ledger, Source, SourceState
+from ...storage.ack_format import SOURCES, Source, SourceState
+from ...storage.acks import Ledger
 from ...storage.keys import StoreKeys
 from .report import FIX_ACCEPT, Finding, VerifyReport
 

@@ -9,7 +9,7 @@ from ...base.config import Layout, StoreConfig
 from ...base.errors import AgentZeroStoreError
 from ...memory.schema import get_meta
 from ...memory.source import feed_seq, memory_present, memory_seq, unreadable_times
-from ...storage.acks import SourceState
+from ...storage.ack_format import SourceState
 from ...storage.keys import StoreKeys
 from ...storage.sources import judge_memory
 from ...storage.sqlcipher import Database
