@@ -51,11 +51,11 @@ from .base.version import __version__ as __version__
 from .embed.local import LocalEmbedder
 from .embed.vectors import Embedder
 from .items import Item, ItemBatch, ItemHit, ItemStore
+from .memory.postgres.store import PgMemoryStore
 from .memory.records import MemoryEntry, MemoryHit
-from .memory.store import SqliteMemoryStore
+from .memory.sqlite.store import SqliteMemoryStore
 from .ops.backends import open_memory_store
 from .ops.rotate import resume_rotation
-from .pg import PgMemoryStore
 from .storage.credentials import Credential, generate_key_file
 from .storage.datadir import install_rotation_resumer
 

@@ -37,6 +37,7 @@ from _harness import Figure, Skipped, median, pct
 
 from agentzero_store import MemoryEntry, PgMemoryStore, SqliteMemoryStore, StoreConfig
 from agentzero_store.base.config import FAST_KDF_FOR_TESTS
+from agentzero_store.memory.seam import MemoryStore
 
 GROUP = "pg"
 K = 10
@@ -147,7 +148,7 @@ class _Data:
                 for i, c in enumerate(self.contents)]
 
 
-def _fill(store: SqliteMemoryStore | PgMemoryStore, data: _Data, batch: int) -> float:
+def _fill(store: MemoryStore, data: _Data, batch: int) -> float:
     entries = data.entries()
     t = time.perf_counter()
     for s in range(0, len(entries), batch):

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agentzero_store import AgentMemory, MemoryEntry, PgMemoryStore  # noqa: E402
 from agentzero_store.base.config import FAST_KDF_FOR_TESTS, StoreConfig  # noqa: E402
+from agentzero_store.memory.postgres import keyguard  # noqa: E402
 from agentzero_store.ops import rotate_keys  # noqa: E402
-from agentzero_store.pg import keyguard  # noqa: E402
 from agentzero_store.storage.credentials import Credential  # noqa: E402
 from tests.support.pg_server import pg_server  # noqa: E402
 

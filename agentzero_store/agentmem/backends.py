@@ -27,7 +27,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..memory.records import Scope
-from ..memory.store import SqliteMemoryStore
+from ..memory.sqlite.store import SqliteMemoryStore
 from .sqlite.archive import Archive
 from .sqlite.repository import SqliteRepository
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from ..pg.store import PgMemoryStore
+    from ..memory.postgres.store import PgMemoryStore
     from .postgres.archive import PgArchive
     from .postgres.repository import PgRepository
 

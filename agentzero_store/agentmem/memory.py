@@ -32,12 +32,13 @@ from ..base.limits import (
 from ..base.modes import Mode
 from ..embed.vectors import Embedder
 from ..memory.backfill import warn_without_embedder
+from ..memory.batch import new_ids
+from ..memory.choose import open_memory_store
+from ..memory.postgres.store import PgMemoryStore
+from ..memory.postgres.write import Batch
 from ..memory.records import KINDS, MemoryEntry, Scope, from_us, text_fingerprint, to_us
-from ..memory.store import SqliteMemoryStore
-from ..memory.write import Prepared, new_ids
-from ..pg.choose import open_memory_store
-from ..pg.store import PgMemoryStore
-from ..pg.write import Batch
+from ..memory.sqlite.store import SqliteMemoryStore
+from ..memory.sqlite.write import Prepared
 from . import context as ctx
 from . import fsrs
 from . import namespaces as ns

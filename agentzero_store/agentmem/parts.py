@@ -18,8 +18,8 @@ from .records import entity_key
 from .sqlite.repository import NewMemory
 
 if TYPE_CHECKING:
-    from ..memory.store import SqliteMemoryStore
-    from ..pg.store import PgMemoryStore
+    from ..memory.postgres.store import PgMemoryStore
+    from ..memory.sqlite.store import SqliteMemoryStore
     from .backends import StoreSide
     from .namespaces import ScopeGate
     from .postgres.archive import PgArchive

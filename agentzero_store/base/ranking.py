@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -118,3 +119,24 @@ def rrf_fuse(
         if len(out) >= limit:
             break
     return out
+
+
+def fuse_and_read(
+    signals: dict[str, Sequence[K]],
+    read: Callable[[list[K]], Mapping[K, R]],
+    *,
+    k: int = 60,
+    limit: int,
+    fingerprint: Callable[[K], Hashable] | None = None,
+    weights: Mapping[str, float] | None = None,
+) -> list[tuple[R, Fused[K]]]:
+    """Hybrid fusion as every recall path does it (the memory store on both backends, the
+    agent memory): ``rrf_fuse`` the signals (same arguments), then read the fused keys'
+    rows with one call of ``read``, which re-checks them (scope, expiry, existence) and
+    returns those that still qualify, by key. The result: (row, its ``Fused``), in fused
+    order, without the keys ``read`` left out (fewer than ``limit`` then: a row deleted
+    meanwhile is not replaced by one ranked lower).
+    """
+    fused = rrf_fuse(signals, k=k, limit=limit, fingerprint=fingerprint, weights=weights)
+    rows = read([f.key for f in fused])
+    return [(rows[f.key], f) for f in fused if f.key in rows]

@@ -16,8 +16,8 @@ import typer
 from ..agentmem import AgentMemory
 from ..base.errors import InvalidArgumentError
 from ..base.limits import MAX_TTL_SECONDS
+from ..memory.postgres.store import PgMemoryStore
 from ..memory.records import parse_datetime
-from ..pg.store import PgMemoryStore
 from ..storage.lock import acquire_writer
 from .common import data_dir, make_embedder, memory_target, store_kwargs
 

@@ -14,7 +14,7 @@ import typer
 from ..base.config import Layout
 from ..base.errors import InvalidArgumentError
 from ..embed.vectors import Embedder
-from ..memory.store import SqliteMemoryStore
+from ..memory.sqlite.store import SqliteMemoryStore
 from ..ops.reembed import (
     chunks_to_embed,
     progress_embedder,

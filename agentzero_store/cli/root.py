@@ -16,7 +16,7 @@ import typer
 
 from ..base.config import Layout, StoreConfig
 from ..base.errors import StoreExistsError
-from ..pg.store import PgMemoryStore, redact
+from ..memory.postgres.store import PgMemoryStore, redact
 from ..storage.credentials import generate_key_file
 from ..storage.key_header import store_exists
 from . import memory as cli_memory

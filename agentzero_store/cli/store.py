@@ -16,8 +16,8 @@ import typer
 from rich.table import Table
 
 from ..base.errors import InvalidArgumentError
-from ..memory.store import SqliteMemoryStore
-from ..pg.store import PgMemoryStore
+from ..memory.postgres.store import PgMemoryStore
+from ..memory.sqlite.store import SqliteMemoryStore
 from ..sidecar.types import Progress, SidecarStatus
 from .common import (
     STATE,

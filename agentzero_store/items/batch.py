@@ -24,7 +24,7 @@ from .records import (
 from .repository import ItemRepository, row_to_item
 
 if TYPE_CHECKING:
-    from ..memory.tx import WriteTx
+    from ..memory.sqlite.tx import WriteTx
 
 
 def check_vectors(vectors: Any) -> dict[str, np.ndarray] | None:

@@ -18,8 +18,8 @@ from ..memory.records import from_us
 from .records import Item, Namespace, ns_text, ns_tuple, prefix_range
 
 if TYPE_CHECKING:
-    from ..memory.store import SqliteMemoryStore
-    from ..memory.tx import WriteTx
+    from ..memory.sqlite.store import SqliteMemoryStore
+    from ..memory.sqlite.tx import WriteTx
 
 Order = Literal["-updated", "key", "-key"]
 Row = Sequence[Any]

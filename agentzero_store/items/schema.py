@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..memory.chains import Step, migrate_chain
+from ..memory.sqlite.chains import Step, migrate_chain
 
 if TYPE_CHECKING:
     from ..memory.seam import DataDirOps
-    from ..memory.store import SqliteMemoryStore
+    from ..memory.sqlite.store import SqliteMemoryStore
 
 SCHEMA_KEY = "items_schema"
 MIGRATIONS: tuple[Step, ...] = (

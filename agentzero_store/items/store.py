@@ -25,7 +25,7 @@ from ..base.config import StoreConfig
 from ..base.errors import InvalidArgumentError, StoreClosedError
 from ..base.limits import MAX_RESULTS, check_limit
 from ..memory.records import to_us
-from ..memory.store import SqliteMemoryStore
+from ..memory.sqlite.store import SqliteMemoryStore
 from . import schema
 from .batch import ItemBatch, check_vectors
 from .filters import check_filter, matches

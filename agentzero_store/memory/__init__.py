@@ -1,12 +1,16 @@
-"""The memory store: conversation memory in SQLCipher, and its HNSW sidecar.
+"""The memory store: conversation memory, on SQLCipher in a data dir or on PostgreSQL.
 
-- ``store``: ``SqliteMemoryStore``, the facade;
-- ``records``: ``MemoryEntry``, ``MemoryHit``, ``Scope`` (frozen, explicitly serialised);
-- ``source`` / ``schema``: memory.db opened against the ledger; its schema and migrations;
-- ``write`` / ``recall``: appends and deletes; semantic, keyword and hybrid recall;
-- ``rows``: the row ⇄ entry mapping and scope filters in SQL;
-- ``fts_scope``: scope tokens in the FTS5 index;
-- ``feed``: the change feed and its adapters to the sidecar mechanism;
-- ``hnsw`` / ``index``: the HNSW sidecar and its index (graph plus scope map);
-- ``scope_map`` / ``scope_format``: the in-memory scope map, and its bytes in a checkpoint.
+Shared by both backends (importing neither):
+
+- ``seam``: the declared seam (``MemoryStore``, small Protocols by concern, capabilities);
+- ``records``: ``MemoryEntry``, ``MemoryHit``, ``Scope``, ``Change`` (frozen, explicitly
+  serialised); ``rows``: a row into a ``MemoryEntry``;
+- ``front``: ``StoreFront``, the calls every backend writes the same way;
+- ``batch``: a batch's checks and new ids; ``backfill``: the background embedding thread
+  and its rule.
+
+The backends side by side, under the same file names where they do the same job:
+``sqlite/`` (``SqliteMemoryStore`` and its HNSW sidecar) and ``postgres/``
+(``PgMemoryStore``). Neither imports the other. ``choose`` sits above both: it opens
+the one a target names and is where mypy checks each against the seam.
 """

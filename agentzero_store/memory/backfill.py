@@ -15,7 +15,8 @@ is only still missing: the next open with an embedder goes on from there. A stor
 vectors are another model's is left alone: ``agentzero store reembed`` switches models.
 
 Missing means: a live memory (not expired, its text not in the archive) without a row in
-``memory_vec``; on PostgreSQL, without an ``embedding`` (``pg.store``).
+``memory_vec`` (``sqlite/backfill.py``); on PostgreSQL, without an ``embedding``
+(``postgres/backfill.py``). Here: the rule both share (``fits``) and the thread.
 """
 
 from __future__ import annotations
@@ -24,23 +25,11 @@ import logging
 import threading
 import warnings
 from collections.abc import Callable
-from contextlib import AbstractContextManager
-from typing import Protocol
 
-from ..base.errors import AgentZeroStoreError, InvalidArgumentError
+from ..base.errors import AgentZeroStoreError
 from ..embed.vectors import Embedder
-from ..storage.sqlcipher import Database
-from .rows import placeholders
-from .tx import WriteTx
-from .write import embedding_info
 
 log = logging.getLogger(__name__)
-
-MISSING = (
-    "m.kind != 'archived' AND (m.expires_at_us IS NULL OR m.expires_at_us > ?)"
-    " AND NOT EXISTS (SELECT 1 FROM memory_vec v WHERE v.label = m.label)"
-)
-"""Rows of ``memory m`` without a vector (bound: the clock's µs)."""
 
 
 def fits(embedder: Embedder | None, model: str | None, dim: int | None) -> bool:
@@ -54,69 +43,6 @@ def fits(embedder: Embedder | None, model: str | None, dim: int | None) -> bool:
             embedder.dimension,
         )
     )
-
-
-class Backfilled(Protocol):
-    """What the backfill uses of a ``SqliteMemoryStore``."""
-
-    embedder: Embedder | None
-
-    @property
-    def database(self) -> Database:
-        """The open ``memory.db``."""
-        ...
-
-    def _now_us(self) -> int: ...
-
-    def transaction(self) -> AbstractContextManager[WriteTx]:
-        """One write transaction (acknowledged; the indexes follow the feed)."""
-        ...
-
-
-def without_vector(store: Backfilled) -> int:
-    """How many live memories of ``store`` have no vector."""
-    rows = store.database.query(
-        f"SELECT count(*) FROM memory m WHERE {MISSING}", (store._now_us(),)
-    )
-    return int(rows[0][0])
-
-
-def embed_batch(store: Backfilled, batch: int) -> int:
-    """Embed up to ``batch`` of ``store``'s memories without a vector (one transaction);
-    how many were looked at (0: none is missing, or the embedder does not fit)."""
-    embedder = store.embedder
-    db = store.database
-    if embedder is None:
-        return 0
-    rows = [
-        (int(r[0]), str(r[1]))
-        for r in db.query(
-            f"SELECT m.label, m.content FROM memory m WHERE {MISSING} ORDER BY m.label LIMIT ?",
-            (store._now_us(), batch),
-        )
-    ]
-    # Rows first: an embedder that is asked for its dimension may have to load or call
-    # out (the API embedder probes), and a store with nothing missing must not cost that.
-    if not rows or not fits(embedder, *embedding_info(db)):
-        return 0
-    vecs = embedder.embed([text for _, text in rows])  # outside the write lock
-    if vecs.shape != (len(rows), embedder.dimension):
-        raise InvalidArgumentError(
-            f"{embedder.model_id} returned shape {vecs.shape} for {len(rows)} texts"
-        )
-    with store.transaction() as tx:
-        # Under the write lock: only rows still without a vector and still holding the
-        # text embedded (an archive, a forget or another process may have come between).
-        now = tx.query(
-            f"SELECT m.label, m.content FROM memory m WHERE m.label IN"
-            f" ({placeholders(len(rows))}) AND {MISSING}",
-            (*(label for label, _ in rows), store._now_us()),
-        )
-        current = {(int(r[0]), str(r[1])) for r in now}
-        keep = [i for i, row in enumerate(rows) if row in current]
-        if keep and fits(embedder, *embedding_info(db)):
-            tx.add_vectors([rows[i][0] for i in keep], vecs[keep], embedder.model_id)
-    return len(rows)
 
 
 class NoEmbedderWarning(UserWarning):
@@ -181,13 +107,4 @@ class Backfill:
             self._thread.join()
 
 
-__all__ = [
-    "MISSING",
-    "Backfill",
-    "Backfilled",
-    "NoEmbedderWarning",
-    "embed_batch",
-    "fits",
-    "warn_without_embedder",
-    "without_vector",
-]
+__all__ = ["Backfill", "NoEmbedderWarning", "fits", "warn_without_embedder"]

@@ -1,7 +1,8 @@
 """What every memory store backend offers the same way: the calls written in terms of
-the backend's own (the seam's ``append_many``, three recalls and ``embed_query``; ``close``).
+the backend's own (the seam's ``append_many``, three recalls and ``embed_query``; ``close``;
+``_forget_scope``).
 
-``SqliteMemoryStore`` (memory/store.py) and ``PgMemoryStore`` (pg/store.py) both build
+``SqliteMemoryStore`` (sqlite/store.py) and ``PgMemoryStore`` (postgres/store.py) both build
 on it, so a text recall dispatches, and a single append is durable, identically.
 """
 
@@ -11,11 +12,12 @@ import warnings
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
+from ..base.errors import InvalidArgumentError
 from ..base.modes import plain_mode
 from ..embed.vectors import Embedder
-from .records import MemoryEntry, MemoryHit, to_us
+from .records import MemoryEntry, MemoryHit, Scope, to_us
 from .seam import MemoryRecall, MemoryWrites, RecallMode
 
 
@@ -25,10 +27,15 @@ class StoreFront(MemoryWrites, MemoryRecall):
 
     _clock: Callable[[], datetime]
     embedder: Embedder | None
+    _erase_all_hint: ClassVar[str]  # how to erase a whole store (forget never does)
 
     # The backend's own calls, which everything here is written in, are the seam's
     # (append_many, semantic_recall, keyword_recall, hybrid_recall, embed_query).
     def close(self) -> None:
+        raise NotImplementedError
+
+    def _forget_scope(self, scope: Scope) -> int:
+        """Delete every entry in ``scope`` (not empty) in one transaction; how many."""
         raise NotImplementedError
 
     # What every backend shares.
@@ -48,6 +55,22 @@ class StoreFront(MemoryWrites, MemoryRecall):
     def append_with_embedding(self, entry: MemoryEntry, vector: Any) -> str:
         """Store ``entry`` with a caller-computed vector; returns its id."""
         return self.append_many([entry], vectors=[vector])[0]
+
+    def forget(
+        self,
+        *,
+        org_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> int:
+        """Delete every entry in a scope (one transaction); at least one scope field is
+        required. Returns how many."""
+        scope = Scope(org_id, agent_id, conversation_id)
+        if scope.is_empty():
+            raise InvalidArgumentError(
+                "forget needs org_id, agent_id or conversation_id", hint=self._erase_all_hint
+            )
+        return self._forget_scope(scope)
 
     def recall(
         self,

@@ -27,6 +27,25 @@ DEFAULT_SCOPE = "default"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+@dataclass(frozen=True)
+class Change:
+    """One entry of a store's change feed (the ``change_feed`` capability of ``seam``): an
+    insert (with its vector, if any) or a delete.
+
+    An insert whose row still exists carries the row's scope and expiry; the fields are
+    None for deletes and for inserts whose row has since been deleted.
+    """
+
+    seq: int
+    op: Literal["insert", "delete"]
+    label: int
+    embedding: bytes | None
+    org_id: str | None = None
+    agent_id: str | None = None
+    conversation_id: str | None = None
+    expires_at_us: int | None = None
+
+
 def text_fingerprint(text: str) -> str:
     """A text's fingerprint, insensitive to case, Unicode form and spacing (32 hex)."""
     norm = " ".join(unicodedata.normalize("NFKC", text).casefold().split())

@@ -1,7 +1,6 @@
-"""SQL helpers shared by the memory store's write, recall and feed paths.
-
-One place builds scope conditions and turns rows into records, so every path applies
-scope and expiry the same way (the database is the authority on both).
+"""Rows into records, for both backends: the one place a memory row (the columns of a
+backend's ``COLUMNS``, label first) becomes a ``MemoryEntry``; the scope condition in
+SQL; the check of a result count.
 """
 
 from __future__ import annotations
@@ -14,12 +13,6 @@ from typing import Any
 from ..base.limits import check_limit
 from .records import MemoryEntry, Scope, from_us
 
-COLUMNS = (
-    "label, id, role, content, created_at_us, conversation_id, org_id, agent_id, "
-    "expires_at_us, kind, source, metadata, embedding_model"
-)
-"""The columns ``row_to_entry`` reads, in its order (label first)."""
-
 SCOPE_FIELDS = ("org_id", "agent_id", "conversation_id")
 
 
@@ -27,7 +20,8 @@ _ENTRY_FIELDS = frozenset(f.name for f in dataclasses.fields(MemoryEntry))
 
 
 def row_to_entry(row: Sequence[Any]) -> MemoryEntry:
-    """A ``MemoryEntry`` from a row of ``COLUMNS``.
+    """A ``MemoryEntry`` from a row of ``sqlite.rows.COLUMNS`` (PostgreSQL opens its sealed
+    row into the same order).
 
     Every row was validated by ``MemoryEntry.__post_init__`` when it was appended, so
     the read path does not validate it again (it cost ~10 µs a row: a tenth of a 1 ms
@@ -85,44 +79,22 @@ def positive(n: int) -> int:
     return check_limit(n, "limit / k")
 
 
-def scope_where(scope: Scope, now_us: int | None, alias: str = "") -> tuple[str, list[Any]]:
-    """SQL condition for scope (exact match on each given field) and, with ``now_us``, expiry."""
+def scope_condition(
+    scope: Scope, now_us: int | None, *, alias: str, mark: str, always: str
+) -> tuple[str, list[Any]]:
+    """SQL condition for ``scope`` (exact match on each given field) and, with ``now_us``,
+    expiry, with its parameters: every backend's one scope filter. ``mark`` is the
+    driver's placeholder (``?``, ``%s``), ``always`` its true (for an empty scope)."""
     clauses, params = [], []
     for name in SCOPE_FIELDS:
         value = getattr(scope, name)
         if value is not None:
-            clauses.append(f"{alias}{name} = ?")
+            clauses.append(f"{alias}{name} = {mark}")
             params.append(value)
     if now_us is not None:
-        clauses.append(f"({alias}expires_at_us IS NULL OR {alias}expires_at_us > ?)")
+        clauses.append(f"({alias}expires_at_us IS NULL OR {alias}expires_at_us > {mark})")
         params.append(now_us)
-    return (" AND ".join(clauses) or "1"), params
+    return (" AND ".join(clauses) or always), params
 
 
-def rows_after(db: Any, label: int, limit: int, now_us: int) -> list[Any]:
-    """Up to ``limit`` live rows with a label above ``label``, by label: the columns of
-    ``COLUMNS`` and then the vector's float32 bytes (or None). ``db`` is a ``Database``."""
-    cols = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
-    rows: list[Any] = db.query(
-        f"SELECT {cols}, v.embedding FROM memory m LEFT JOIN memory_vec v ON v.label = m.label"
-        " WHERE m.label > ? AND (m.expires_at_us IS NULL OR m.expires_at_us > ?)"
-        " ORDER BY m.label LIMIT ?",
-        (label, now_us, limit),
-    )
-    return rows
-
-
-def placeholders(n: int) -> str:
-    """``?,?,...`` for an ``IN (...)`` list of ``n`` values."""
-    return ",".join("?" * n)
-
-
-__all__ = [
-    "COLUMNS",
-    "SCOPE_FIELDS",
-    "placeholders",
-    "positive",
-    "row_to_entry",
-    "rows_after",
-    "scope_where",
-]
+__all__ = ["SCOPE_FIELDS", "positive", "row_to_entry", "scope_condition"]

@@ -1,11 +1,12 @@
 """The memory store's declared seam: what the layers above may use of a memory store.
 
-``SqliteMemoryStore`` (memory/store.py) and ``PgMemoryStore`` (pg/store.py) both
+``SqliteMemoryStore`` (``sqlite/store.py``) and ``PgMemoryStore`` (``postgres/store.py``) both
 implement ``MemoryStore``, which is small Protocols split by concern: ``StoreHandle``
 (identity, keys, clock, closing), ``MemoryWrites``, ``MemoryReads`` and
 ``MemoryRecall``. Code above the stores is written against them, never against a union
 of the concrete backends, so a third backend implements these and edits nothing else.
-mypy checks each backend against every Protocol it claims (``pg/choose.py``).
+mypy checks each backend against every Protocol it claims (``choose.py``). The seam
+imports neither backend (import-linter's ``memory-backends`` contract).
 
 What only some backends have is a capability: its own Protocol, named in the store's
 ``capabilities`` and tested with ``supports`` (a type guard), not with ``isinstance`` of
@@ -19,7 +20,7 @@ a backend class:
   (PostgreSQL's pgvector index).
 
 The capability is declared, not probed: the PostgreSQL store answers the SQLite store's
-calls with a typed refusal (``pg/sqlite_only.py``: ``UnsupportedByBackendError`` and a
+calls with a typed refusal (``postgres/sqlite_only.py``: ``UnsupportedByBackendError`` and a
 hint, for a caller holding it by its class), so the presence of a method says nothing.
 """
 
@@ -36,8 +37,7 @@ from ..base.config import StoreConfig
 from ..base.modes import Mode
 from ..embed.vectors import Embedder, Vector
 from ..storage.keys import StoreKeys
-from .feed import FeedStore
-from .records import MemoryEntry, MemoryHit
+from .records import Change, MemoryEntry, MemoryHit, Scope
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
     from ..sidecar.types import OpenReport, Progress, SidecarStatus
     from ..storage.sqlcipher import Database
-    from .hnsw import MemoryHnsw
 
 RecallMode = Mode  # the one vocabulary of every search (``base.modes``)
 Capability = Literal["data_dir", "sidecars", "change_feed", "bulk_load"]
@@ -251,11 +250,23 @@ class DataDirOps(Protocol):
         ...
 
 
+class NearestIndex(Protocol):
+    """What a layer above reads of a store's own vector index (SQLite's HNSW sidecar,
+    ``sqlite.hnsw.MemoryHnsw``): the nearest rows of a scope."""
+
+    def recall(
+        self, q: npt.NDArray[np.float32], k: int, scope: Scope, now_us: int
+    ) -> list[tuple[int, float]] | None:
+        """Top-``k`` (label, cosine) of live rows in scope, or None (not ready: the caller
+        searches in SQL)."""
+        ...
+
+
 class SidecarOps(Protocol):
     """``"sidecars"``: derived indexes beside the database, listed and rebuilt."""
 
     @property
-    def hnsw_index(self) -> MemoryHnsw | None:
+    def hnsw_index(self) -> NearestIndex | None:
         """The HNSW sidecar, if enabled."""
         ...
 
@@ -287,9 +298,25 @@ class SidecarOps(Protocol):
         ...
 
 
-class ChangeFeedOps(FeedStore, Protocol):
+class ChangeFeedOps(Protocol):
     """``"change_feed"``: every insert and delete, in order, for the sidecars (what the
-    sidecar adapters read, ``feed.FeedStore``, and every vector at once)."""
+    sidecar adapters read, ``sqlite.feed.FeedStore``, and every vector at once)."""
+
+    def source_seq(self) -> int:
+        """The seq of the newest change."""
+        ...
+
+    def changes_since(self, seq: int, limit: int = 10_000) -> list[Change]:
+        """Changes with seq > ``seq``, oldest first, at most ``limit``."""
+        ...
+
+    def vector_count(self) -> int:
+        """An upper bound on the rows holding a vector."""
+        ...
+
+    def vectors_after(self, label: int, limit: int) -> list[tuple[int, bytes]]:
+        """Up to ``limit`` (label, float32 bytes) with label > ``label``, by label."""
+        ...
 
     def iter_vectors(self, batch: int = 10_000) -> Iterable[tuple[int, list[int], bytes]]:
         """Every vector, in batches."""
@@ -341,6 +368,7 @@ __all__ = [
     "MemoryRecall",
     "MemoryStore",
     "MemoryWrites",
+    "NearestIndex",
     "RecallMode",
     "SidecarOps",
     "SidecarStore",

@@ -26,8 +26,8 @@ from typing import Any
 
 from ..base.config import Layout, StoreConfig
 from ..base.errors import CorruptStoreError
-from ..memory.schema import migrate
-from ..memory.source import memory_present, memory_seq
+from ..memory.sqlite.schema import migrate
+from ..memory.sqlite.source import memory_present, memory_seq
 from ..storage.ack_format import SOURCES, Source, SourceState
 from ..storage.acks import Ledger, count, create_ledger
 from ..storage.credentials import Credential

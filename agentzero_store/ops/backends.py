@@ -1,8 +1,8 @@
-"""Choosing a memory store backend from where it lives (``pg.choose``, re-exported for
+"""Choosing a memory store backend from where it lives (``memory.choose``, re-exported for
 the surfaces that import it from here)."""
 
 from __future__ import annotations
 
-from ..pg.choose import PG_SCHEMES, is_postgres_url, open_memory_store
+from ..memory.choose import PG_SCHEMES, is_postgres_url, open_memory_store
 
 __all__ = ["PG_SCHEMES", "is_postgres_url", "open_memory_store"]

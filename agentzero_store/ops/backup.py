@@ -44,7 +44,7 @@ from ..base.errors import (
     StoreNotFoundError,
     TamperedRecordError,
 )
-from ..memory.source import memory_seq
+from ..memory.sqlite.source import memory_seq
 from ..storage.ack_format import Source, SourceState
 from ..storage.acks import create_ledger
 from ..storage.backup_log import note_backup

@@ -39,8 +39,8 @@ from ..base.errors import (
     StoreExistsError,
     UnsupportedByBackendError,
 )
-from ..memory.source import open_source
-from ..pg.store import PgMemoryStore, redact
+from ..memory.postgres.store import PgMemoryStore, redact
+from ..memory.sqlite.source import open_source
 from ..storage.credentials import Credential, resolve_credential
 from ..storage.datadir import create_data_dir, store_credential, unlock_data_dir
 from ..storage.fileio import DEFAULT_IO, FileIO

@@ -36,7 +36,7 @@ from ..embed.local import LOCAL_MODEL_DIM, LOCAL_MODEL_ID
 from ..embed.vectors import Embedder
 from ..memory.records import DEFAULT_SCOPE, MemoryEntry
 from ..memory.seam import DataDirStore
-from ..memory.write import check_embedder
+from ..memory.sqlite.write import check_embedder
 from ..storage.foreign_db import ForeignMemoryDb, ForeignRow
 
 PROVENANCE = {"imported_from": "agentzero"}

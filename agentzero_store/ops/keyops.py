@@ -19,7 +19,7 @@ from typing import Any
 
 from ..base.config import KdfParams, Layout
 from ..base.errors import InvalidArgumentError, WrongKeyError
-from ..pg.keys import PgHeaders
+from ..memory.postgres.keys import PgHeaders
 from ..storage.credentials import KEY_BYTES, Credential
 from ..storage.fileio import DEFAULT_IO, FileIO
 from ..storage.header_store import DataDirHeaders, HeaderStore

@@ -54,11 +54,11 @@ from typing import Any
 from ..base.config import Layout, StoreConfig
 from ..base.errors import InvalidArgumentError, StoreExistsError, UnsupportedByBackendError
 from ..items import schema as item_schema
+from ..memory.choose import open_memory_store
+from ..memory.postgres.store import PgMemoryStore, redact
 from ..memory.records import MemoryEntry, to_us
-from ..memory.seam import supports
-from ..memory.store import SqliteMemoryStore
-from ..pg.choose import Backend, open_memory_store
-from ..pg.store import PgMemoryStore, redact
+from ..memory.seam import MemoryStore, supports
+from ..memory.sqlite.store import SqliteMemoryStore
 from ..storage.credentials import Credential, resolve_credential
 from ..storage.datadir import store_credential
 from ..storage.key_header import read_store_id, store_exists
@@ -68,7 +68,7 @@ from . import migrate_check, migrate_layer
 from .backends import is_postgres_url
 from .migrate_check_layer import check_layer
 
-Store = Backend  # handed to the agent memory's transfer sides
+Store = MemoryStore
 Advance = Callable[[int], None]
 
 PAGE = 500  # memories per page: one read of the source, one write transaction

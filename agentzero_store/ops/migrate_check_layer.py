@@ -40,10 +40,11 @@ from ..agentmem.transfer.side import (
     LayerTransfer,
 )
 from ..base.errors import MigrationMismatchError
-from ..pg.choose import Backend
+from ..memory.choose import as_backend
+from ..memory.seam import MemoryStore
 from .migrate_check import KEYWORD_K, query_words
 
-Store = Backend  # AgentMemory is opened on it
+Store = MemoryStore
 
 
 def check_layer(
@@ -179,7 +180,7 @@ def _handles(store: Store) -> Iterator[Any]:
 
     def handle(scope: tuple[str, str]) -> AgentMemory:
         if scope not in made:
-            made[scope] = AgentMemory(store, *scope, own_store=False)
+            made[scope] = AgentMemory(as_backend(store), *scope, own_store=False)
         return made[scope]
 
     try:

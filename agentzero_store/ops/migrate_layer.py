@@ -34,18 +34,22 @@ from ..agentmem.transfer.side import (
     LayerTransfer,
 )
 from ..base.errors import PendingForgetsError, UnsupportedByBackendError
-from ..memory.store import SqliteMemoryStore
-from ..pg.choose import Backend
+from ..memory.postgres.store import PgMemoryStore
+from ..memory.seam import MemoryStore
+from ..memory.sqlite.store import SqliteMemoryStore
 
 Advance = Callable[[int], None]
 
 
-def layer_of(store: Backend) -> SqliteLayer | PgLayer:
+def layer_of(store: MemoryStore) -> LayerTransfer:
     """The agent memory's transfer side of an open store (the backend's own class: the
-    one place ``store migrate`` picks by backend, as ``agentmem.backends.side_of`` does)."""
+    one place ``store migrate`` picks by backend, as ``agentmem.backends.side_of`` does);
+    ``UnsupportedByBackendError`` for a store of neither backend."""
     if isinstance(store, SqliteMemoryStore):
         return SqliteLayer(store)
-    return PgLayer(store)
+    if isinstance(store, PgMemoryStore):
+        return PgLayer(store)
+    raise UnsupportedByBackendError(f"store migrate does not move a {type(store).__name__}")
 
 
 def refuse(src: LayerTransfer) -> None:

@@ -1,9 +1,9 @@
 """``agentzero key rotate`` on PostgreSQL: a new master key for every row, in ONE
-transaction (``pg.rotation``), so an interrupted rotation is simply one that never
+transaction (``memory.postgres.rotation``), so an interrupted rotation is simply one that
 happened: no journal, nothing to resume.
 
 What is re-keyed: the memory store's rows, fingerprints and keyword postings
-(``pg.rekey``), and, if the agent memory ever opened the store, its sealed values and
+(``memory.postgres.rekey``), and, if the agent memory ever opened the store, its sealed values and
 keyed hashes (``agentmem.postgres.rekey``): one UPDATE per memory row covers both.
 
 The key header keeps one slot, the credential's, rewrapping the new master key (a
@@ -14,7 +14,7 @@ afterwards.
 
 Clients connected meanwhile are not stopped: their writes wait for the rotation (then
 fail with ``KeyRotatedError``, nothing written), their reads go on under the old keys
-until the commit (``pg.keyguard``).
+until the commit (``memory.postgres.keyguard``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any
 from ..agentmem.postgres import rekey as layer_rekey
 from ..agentmem.postgres.archive import TABLE as ARCHIVE
 from ..base.config import KdfParams
-from ..pg import rekey
-from ..pg.rotation import Rotation, rotation
+from ..memory.postgres import rekey
+from ..memory.postgres.rotation import Rotation, rotation
 from ..storage.credentials import Credential
 from ..storage.keys import new_slot
 from .keyops import slot_kdf

@@ -32,7 +32,7 @@ from ..storage.lock import writer_lock
 if TYPE_CHECKING:
     from rag.store import DocumentStore
 
-    from ..memory.store import SqliteMemoryStore
+    from ..memory.sqlite.store import SqliteMemoryStore
     from ..sidecar.types import OpenReport
 
 Advance = Callable[[int], None]

@@ -1,7 +1,6 @@
-"""The memory store on PostgreSQL + pgvector (``PgMemoryStore``): the public API of
-``SqliteMemoryStore``, with text and metadata sealed on the client, keyword search over
-blinded terms and vectors in pgvector. See ``store`` for what the server sees."""
+"""The public name of the PostgreSQL memory store (``from agentzero_store.pg import
+PgMemoryStore``); the backend itself is ``agentzero_store.memory.postgres``."""
 
-from .store import PgMemoryStore
+from ..memory.postgres.store import PgMemoryStore
 
 __all__ = ["PgMemoryStore"]

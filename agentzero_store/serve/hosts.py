@@ -22,7 +22,7 @@ from ..agent.mcp import McpSettings, PerCallDocuments, ToolHost, build_tools, op
 from ..agent.tools import AgentTool, MemoryScopes, agent_memory_tools
 from ..base.errors import InvalidArgumentError
 from ..embed.factory import embedder_from_env
-from ..memory.store import SqliteMemoryStore
+from ..memory.sqlite.store import SqliteMemoryStore
 from ..storage.lock import writer_lock
 from .tokens import TokenScope
 

@@ -19,7 +19,7 @@ from mcp_types import TextContent
 from agentzero_store import AgentMemory, MemoryEntry, SqliteMemoryStore
 from agentzero_store.agent.mcp import _protocol_stdout
 from agentzero_store.embed.api import ApiEmbedder
-from agentzero_store.pg.store import PgMemoryStore
+from agentzero_store.memory.postgres.store import PgMemoryStore
 from agentzero_store.storage.lock import writer_lock
 
 from ..conftest import FAST, PASSPHRASE, child_env

@@ -25,8 +25,8 @@ import pytest
 
 from agentzero_store import LocalEmbedder, Turn
 from agentzero_store.base.config import Layout, StoreConfig
-from agentzero_store.memory.index import MAGIC as MEMORY_INDEX_MAGIC
-from agentzero_store.memory.index import MemoryIndex
+from agentzero_store.memory.sqlite.index import MAGIC as MEMORY_INDEX_MAGIC
+from agentzero_store.memory.sqlite.index import MemoryIndex
 from agentzero_store.sidecar.hnsw import HnswIndex
 from agentzero_store.sidecar.manifest import CheckpointFiles, coverage, data_aad
 from agentzero_store.storage.keys import StoreKeys

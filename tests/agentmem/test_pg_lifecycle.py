@@ -38,8 +38,8 @@ from agentzero_store.base.errors import (
     TamperedRecordError,
     UnsupportedByBackendError,
 )
+from agentzero_store.memory.postgres.store import PgMemoryStore
 from agentzero_store.memory.records import MemoryEntry, Scope, from_us, to_us
-from agentzero_store.pg.store import PgMemoryStore
 from tests.agentmem.conftest import START, Clock
 from tests.conftest import FAST, PASSPHRASE
 

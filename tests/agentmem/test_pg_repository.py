@@ -28,8 +28,8 @@ from agentzero_store.agentmem.postgres.repository import PgRepository
 from agentzero_store.agentmem.records import entity_key
 from agentzero_store.agentmem.sqlite.repository import Filter, SqliteRepository
 from agentzero_store.base.errors import TamperedRecordError
+from agentzero_store.memory.postgres.store import PgMemoryStore
 from agentzero_store.memory.records import MemoryEntry, to_us
-from agentzero_store.pg.store import PgMemoryStore
 from tests.agentmem.conftest import START, Clock
 from tests.conftest import FAST, PASSPHRASE
 

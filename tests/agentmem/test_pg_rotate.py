@@ -44,8 +44,8 @@ from agentzero_store.agentmem.postgres.archive import open_text
 from agentzero_store.agentmem.postgres.beliefs import history_row_id
 from agentzero_store.agentmem.postgres.codec import LayerCodec
 from agentzero_store.agentmem.records import Memory, entity_key
+from agentzero_store.memory.postgres.rows import COLUMNS, RowCodec
 from agentzero_store.ops import rotate_keys
-from agentzero_store.pg.rows import COLUMNS, RowCodec
 from agentzero_store.sidecar.bm25_terms import BlindTerms
 from agentzero_store.storage.credentials import Credential
 from agentzero_store.storage.keys import StoreKeys

@@ -30,7 +30,7 @@ from agentzero_store.agentmem.skills.markdown import (
 from agentzero_store.agentmem.skills.records import check_skill
 from agentzero_store.agentmem.skills.repository import SCHEMA_KEY
 from agentzero_store.base.config import Layout
-from agentzero_store.memory.source import LAYER_WRITES
+from agentzero_store.memory.sqlite.source import LAYER_WRITES
 from tests.conftest import FAST, PASSPHRASE, scan_for, text_needles
 from tests.support.sqlcipher_pages import find_plaintext
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
 from agentzero_store.base.ranking import fts5_query
-from agentzero_store.memory.fts_scope import match_expression, scope_tokens, token
-from agentzero_store.memory.recall import fts_match, owner_holds_all
 from agentzero_store.memory.records import Scope
+from agentzero_store.memory.sqlite.fts_scope import match_expression, scope_tokens, token
+from agentzero_store.memory.sqlite.recall import fts_match, owner_holds_all
 
 from ..conftest import FAST, PASSPHRASE
 

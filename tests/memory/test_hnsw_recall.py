@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from agentzero_store import DimensionMismatchError, MemoryEntry, SqliteMemoryStore
-from agentzero_store.memory.hnsw import exact_scope_limit
+from agentzero_store.memory.sqlite.hnsw import exact_scope_limit
 from agentzero_store.sidecar.hnsw import HnswIndex
 from tests.support.hnsw import DIM, FAST, KEY, entry, fill, run_child, vec, vecs
 

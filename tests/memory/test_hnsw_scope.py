@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.memory.index import exact_scope_limit
+from agentzero_store.memory.sqlite.index import exact_scope_limit
 from tests.support.hnsw import FAST, KEY, run_child, vecs
 
 N = 4_000

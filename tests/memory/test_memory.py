@@ -270,3 +270,31 @@ def test_local_embedder_recall(data_dir: Path, local_embedder) -> None:  # type:
     assert hits[0].entry.content.startswith("My sister")
     assert s.embedding_info() == ("sentence-transformers/all-MiniLM-L6-v2", 384)
     s.close()
+
+
+def test_hybrid_recall_survives_a_row_deleted_between_its_queries(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without an index, hybrid recall reads exact semantic candidates, then their
+    fingerprints, in two statements: another writer may delete a candidate in between.
+    The row is left out (as a row deleted before the read is); recall must not raise."""
+    from agentzero_store.memory.sqlite import recall
+
+    s = SqliteMemoryStore.open(data_dir, passphrase=PASSPHRASE, config=FAST, hnsw=False)
+    try:
+        v = rand_vectors(3)
+        doomed = s.append_with_embedding(MemoryEntry(content="a whistle at dawn"), v[0])
+        kept = s.append_with_embedding(MemoryEntry(content="the kettle is blue"), v[1])
+        exact = recall._semantic_sql
+
+        def deleting_after_read(*args: object, **kwargs: object) -> list[tuple[int, float]]:
+            """Fault injection: the candidates are read, then another writer deletes one."""
+            out = exact(*args, **kwargs)  # type: ignore[arg-type]
+            s.delete(doomed)
+            return out
+
+        monkeypatch.setattr(recall, "_semantic_sql", deleting_after_read)
+        hits = s.hybrid_recall("kettle", v[0], 5)
+        assert [h.id for h in hits] == [kept]
+    finally:
+        s.close()

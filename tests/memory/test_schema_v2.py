@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.memory.schema import MIGRATIONS, SCHEMA_VERSION
+from agentzero_store.memory.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from agentzero_store.storage.sqlcipher import Database
 
 from ..conftest import FAST, PASSPHRASE, rand_vectors
@@ -226,7 +226,7 @@ _CHILD = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    from agentzero_store.memory.schema import migrate
+    from agentzero_store.memory.sqlite.schema import migrate
     from agentzero_store.storage.sqlcipher import Database
     db = Database(Path(sys.argv[1]), bytes.fromhex(os.environ["AZ_TEST_KEY"]),
                   busy_timeout_ms=5000)
@@ -310,7 +310,7 @@ class StaleVersionRead:
 
 
 def test_a_step_another_process_ran_meanwhile_is_not_run_again(tmp_path: Path) -> None:
-    from agentzero_store.memory.schema import migrate
+    from agentzero_store.memory.sqlite.schema import migrate
 
     with SqliteMemoryStore.open(tmp_path / "d", passphrase=PASSPHRASE, config=FAST) as s:
         s.append(MemoryEntry(content="kept"))

@@ -8,7 +8,7 @@ import pytest
 
 from agentzero_store.base.errors import SidecarCorruptError
 from agentzero_store.memory.records import Scope
-from agentzero_store.memory.scope_map import ScopeMap
+from agentzero_store.memory.sqlite.scope_map import ScopeMap
 
 DIM = 8
 
@@ -95,8 +95,8 @@ def test_scope_size_is_recounted_after_changes_and_expiry() -> None:
 def test_memory_index_round_trip_keeps_vectors_scopes_and_deletes() -> None:
     """dump → load_buffers: the map reads its vectors compacted in the plaintext buffer,
     and exact answers match the index that was dumped (deleted rows stay out)."""
-    from agentzero_store.memory.feed import MemoryItem
-    from agentzero_store.memory.index import MemoryIndex
+    from agentzero_store.memory.sqlite.feed import MemoryItem
+    from agentzero_store.memory.sqlite.index import MemoryIndex
     from agentzero_store.sidecar.hnsw import HnswIndex
 
     dim, n = 16, 300

@@ -32,9 +32,9 @@ import numpy as np
 import pytest
 
 from agentzero_store import SqliteMemoryStore
-from agentzero_store.memory.feed import MemoryItem
-from agentzero_store.memory.index import MemoryIndex
 from agentzero_store.memory.records import Scope
+from agentzero_store.memory.sqlite.feed import MemoryItem
+from agentzero_store.memory.sqlite.index import MemoryIndex
 from agentzero_store.sidecar.mechanism import Sidecar
 from agentzero_store.storage.fileio import TMP_MARKER
 from tests.support.hnsw import FAST, KEY, ROOT, entry, vec
@@ -45,8 +45,8 @@ MAX_BATCH = 5
 CHILD = f"""
 import random, sys
 from agentzero_store import SqliteMemoryStore
-from agentzero_store.memory.feed import MemoryItem
-from agentzero_store.memory.index import MemoryIndex
+from agentzero_store.memory.sqlite.feed import MemoryItem
+from agentzero_store.memory.sqlite.index import MemoryIndex
 from agentzero_store.memory.records import Scope
 from agentzero_store.sidecar.mechanism import Sidecar
 from tests.support.hnsw import FAST, KEY, entry, vec

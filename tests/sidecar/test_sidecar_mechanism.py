@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import SqliteMemoryStore, StoreIOError
-from agentzero_store.memory.hnsw import MemoryVectorSource
+from agentzero_store.memory.sqlite.hnsw import MemoryVectorSource
 from agentzero_store.sidecar.hnsw import HnswIndex
 from agentzero_store.sidecar.manifest import MANIFEST
 from agentzero_store.sidecar.mechanism import Sidecar

@@ -75,7 +75,7 @@ def checkpoint_vectors(data_dir: Path, keys: Any, dim: int) -> npt.NDArray[np.fl
     """Every element's vector (deleted ones included) in the memory store's HNSW
     checkpoint on disk, decrypted and verified the way the sidecar reads it."""
     from agentzero_store.base.config import Layout
-    from agentzero_store.memory.index import MAGIC
+    from agentzero_store.memory.sqlite.index import MAGIC
     from agentzero_store.sidecar.hnsw import HnswIndex
     from agentzero_store.sidecar.manifest import CheckpointFiles, coverage, data_aad
 

@@ -28,8 +28,8 @@ from .codec import LayerCodec
 from .core import MEMORY_COLUMNS, PgRepositoryCore
 
 if TYPE_CHECKING:
-    from ...pg.store import PgMemoryStore
-    from ...pg.tx import PgWriteTx
+    from ...memory.postgres.store import PgMemoryStore
+    from ...memory.postgres.tx import PgWriteTx
 
 TABLE = "az_am_archive"
 FORGOTTEN = "az_am_forgotten"

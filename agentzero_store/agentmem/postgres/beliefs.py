@@ -32,7 +32,7 @@ from ..records import Fact, HistoryEntry, Procedure
 from .core import PgRepositoryCore
 
 if TYPE_CHECKING:
-    from ...pg.tx import PgWriteTx
+    from ...memory.postgres.tx import PgWriteTx
 
 # The first key of the two-key advisory locks (``pg_advisory_xact_lock(int4, int4)``):
 # a key space apart from the store's one-key schema lock, one class per kind of row.

@@ -15,8 +15,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...memory.postgres.write import Batch
 from ...memory.records import Scope, from_us
-from ...pg.write import Batch
 from ..fsrs import text_salience
 from ..records import Memory, entity_key
 from ..sqlite.core import Candidate, Filter, NewMemory, Row, entities
@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from ...memory.write import Prepared
-    from ...pg.store import PgMemoryStore
-    from ...pg.tx import PgWriteTx
+    from ...memory.postgres.store import PgMemoryStore
+    from ...memory.postgres.tx import PgWriteTx
+    from ...memory.sqlite.write import Prepared
 
 # The memory row's columns ``RowCodec.open`` reads, then the layer's, as ``_memory``
 # reads them: [0..7] the sealed memory row, [8] type, [9] speaker (sealed),
@@ -536,7 +536,7 @@ class PgRepositoryCore:
         """Up to ``pool`` (label, cosine) nearest ``qv`` among every memory that passes
         ``f``, exactly: the server scans the filtered rows (no index scan), and only the
         ``pool`` best come back, never every vector."""
-        from ...pg.write import vector_text
+        from ...memory.postgres.write import vector_text
 
         where, params = self._filter_sql(f)
         with self._store.snapshot() as tx:

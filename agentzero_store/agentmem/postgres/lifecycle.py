@@ -35,7 +35,7 @@ from .archive import PgArchiveRows, meta_json
 from .core import MEMORY_COLUMNS
 
 if TYPE_CHECKING:
-    from ...pg.tx import PgWriteTx
+    from ...memory.postgres.tx import PgWriteTx
 
 # What forget keeps of a memory row: [0..7] the sealed row (MEMORY_COLUMNS), [8] vector,
 # then the layer's columns in ``AM_MEMORY_COLUMNS`` order from type to promoted_to.

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...base.errors import SchemaVersionError
-from ...pg.rekey import BATCH, MemoryRow, RekeyTx, RowChange
-from ...pg.rows import RowCodec
+from ...memory.postgres.rekey import BATCH, MemoryRow, RekeyTx, RowChange
+from ...memory.postgres.rows import RowCodec
 from ...storage.keys import StoreKeys
 from ..records import entity_key
 from .archive import FORGOTTEN, TABLE, open_text

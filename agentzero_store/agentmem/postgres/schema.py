@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...base.errors import SchemaVersionError
-from ...pg.schema import SCHEMA_LOCK
+from ...memory.postgres.schema import SCHEMA_LOCK
 
 SCHEMA_KEY = "agentmem_schema"
 

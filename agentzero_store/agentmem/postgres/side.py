@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from ...pg.store import PgMemoryStore
+    from ...memory.postgres.store import PgMemoryStore
 
 
 class PgSide:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .core import PgRepositoryCore
 
 if TYPE_CHECKING:
-    from ...pg.tx import PgWriteTx
+    from ...memory.postgres.tx import PgWriteTx
 
 
 class PgSourceRows(PgRepositoryCore):

@@ -34,7 +34,7 @@ from .beliefs import history_row_id
 from .transfer_read import PgLayerReader
 
 if TYPE_CHECKING:
-    from ...pg.tx import PgWriteTx
+    from ...memory.postgres.tx import PgWriteTx
 
 _SUMMARY_COLUMNS = (
     "id",

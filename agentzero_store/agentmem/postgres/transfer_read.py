@@ -40,7 +40,7 @@ from .codec import LayerCodec
 from .schema import SCHEMA_KEY
 
 if TYPE_CHECKING:
-    from ...pg.store import PgMemoryStore
+    from ...memory.postgres.store import PgMemoryStore
 
 _LIVE = "(m.expires_at_us IS NULL OR m.expires_at_us > %s)"
 _STATE = ", ".join(f"m.{c.strip()}" for c in STATE_COLUMNS.split(","))

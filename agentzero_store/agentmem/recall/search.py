@@ -20,7 +20,7 @@ import numpy.typing as npt
 from ...base.errors import InvalidArgumentError
 from ...base.limits import check_limit, check_text
 from ...base.modes import search_mode
-from ...base.ranking import rrf_fuse
+from ...base.ranking import fuse_and_read
 from ...embed.vectors import as_vector
 from ...memory.records import to_us
 from ..records import Memory, RecallHit, entity_key
@@ -125,11 +125,14 @@ class Recaller:
         else:
             rrf_k = cfg.recall_seed_k
             used = fusion if mode == "hybrid" else {name: 1.0 for name in signals}
-        fused = rrf_fuse(
-            signals, k=rrf_k, limit=k, fingerprint=lambda lab: info[lab].fingerprint, weights=used
+        kept = fuse_and_read(
+            signals,
+            lambda keys: mem.repo.rows(keys, f),
+            k=rrf_k,
+            limit=k,
+            fingerprint=lambda lab: info[lab].fingerprint,
+            weights=used,
         )
-        rows = mem.repo.rows([x.key for x in fused], f)
-        kept = [(rows[x.key], x) for x in fused if x.key in rows]
         memories = self._hydrate([r for r, _ in kept])
         return [
             RecallHit(

@@ -23,8 +23,8 @@ from ..sqlite.schema import migrate_chain
 from .records import Skill, skill_key, tag_key
 
 if TYPE_CHECKING:
-    from ...memory.store import SqliteMemoryStore
-    from ...memory.tx import WriteTx
+    from ...memory.sqlite.store import SqliteMemoryStore
+    from ...memory.sqlite.tx import WriteTx
 
 SCHEMA_KEY = "agentmem_skills_schema"
 _MIGRATIONS: tuple[str, ...] = (

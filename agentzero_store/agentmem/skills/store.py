@@ -22,7 +22,7 @@ from ...base.errors import (
     SkillFileError,
     UnsupportedByBackendError,
 )
-from ...memory.store import SqliteMemoryStore
+from ...memory.sqlite.store import SqliteMemoryStore
 from ...storage.fileio import atomic_write, translate_os_errors
 from ..memory import AgentMemory
 from .markdown import MAX_FILE_BYTES, SkillParseError, file_names, parse, render

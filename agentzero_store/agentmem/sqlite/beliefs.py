@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import from_us
-from ...memory.rows import placeholders
+from ...memory.sqlite.rows import placeholders
 from ..records import Fact, HistoryEntry, Procedure
 from .core import RepositoryCore, batches
 
 if TYPE_CHECKING:
-    from ...memory.tx import WriteTx
+    from ...memory.sqlite.tx import WriteTx
 
 
 class BeliefRows(RepositoryCore):

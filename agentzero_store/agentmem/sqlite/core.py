@@ -8,16 +8,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...memory.rows import placeholders
-from ...memory.write import ExtraColumns, Prepared
+from ...memory.sqlite.rows import placeholders
+from ...memory.sqlite.write import ExtraColumns, Prepared
 from ..fsrs import text_salience
 from ..records import Memory
 from .schema import MIGRATIONS, SCHEMA_KEY, migrate_chain
 
 if TYPE_CHECKING:
-    from ...memory.store import SqliteMemoryStore
-    from ...memory.tx import WriteTx
-    from ...pg.write import Batch
+    from ...memory.postgres.write import Batch
+    from ...memory.sqlite.store import SqliteMemoryStore
+    from ...memory.sqlite.tx import WriteTx
 
 # memory columns, then the layer's, as ``_memory`` reads them
 READ_COLUMNS = (

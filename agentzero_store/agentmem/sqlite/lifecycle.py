@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import from_us
-from ...memory.rows import placeholders
+from ...memory.sqlite.rows import placeholders
 from ..records import entity_key
 from .core import NewMemory, batches
 from .reads import ReadRows
@@ -20,7 +20,7 @@ _KEPT = [n for n, _ in LAYER_COLUMNS if n != "speaker_key"]
 _KEPT_AT = {n: AM_MEMORY_COLUMNS.replace(" ", "").split(",").index(n) for n in _KEPT}
 
 if TYPE_CHECKING:
-    from ...memory.tx import WriteTx
+    from ...memory.sqlite.tx import WriteTx
 
 
 class LifecycleRows(ReadRows):

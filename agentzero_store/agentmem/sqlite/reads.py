@@ -12,9 +12,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ...base.ranking import exact_top_k
-from ...memory.recall import fts_match
 from ...memory.records import Scope, from_us
-from ...memory.rows import placeholders
+from ...memory.sqlite.recall import fts_match
+from ...memory.sqlite.rows import placeholders
 from ..fsrs import text_salience
 from ..records import Memory
 from .core import READ_COLUMNS, Candidate, Filter, Row, batches, entities

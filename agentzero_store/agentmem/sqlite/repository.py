@@ -28,7 +28,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...memory.rows import placeholders
+from ...memory.sqlite.rows import placeholders
 from ..records import Procedure
 from .beliefs import BeliefRows
 from .core import READ_COLUMNS, Candidate, Filter, NewMemory, Row, batches, entities

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...memory.chains import Step, migrate_chain
+from ...memory.sqlite.chains import Step, migrate_chain
 from ..records import entity_key
 
 if TYPE_CHECKING:
-    from ...memory.tx import WriteTx
+    from ...memory.sqlite.tx import WriteTx
 
 # A migration step (``memory.chains.Step``): SQL statements (separated by ";\n"), or a
 # function of the open write transaction for a step that needs Python (entity keys are

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...base.config import Layout
 from ...memory.records import Scope
-from ...memory.schema import purge_keyword_index
+from ...memory.sqlite.schema import purge_keyword_index
 from .archive import Archive
 from .repository import SqliteRepository
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from ...memory.store import SqliteMemoryStore
+    from ...memory.sqlite.store import SqliteMemoryStore
 
 
 class SqliteSide:

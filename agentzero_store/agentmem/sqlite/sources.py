@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .core import RepositoryCore
 
 if TYPE_CHECKING:
-    from ...memory.tx import WriteTx
+    from ...memory.sqlite.tx import WriteTx
 
 
 class SourceRows(RepositoryCore):

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...memory.records import text_fingerprint
-from ...memory.rows import placeholders
+from ...memory.sqlite.rows import placeholders
 from ..transfer.plain import (
     COLUMNS,
     STATE_COLUMNS,
@@ -49,7 +49,7 @@ from .schema import SCHEMA_KEY
 from .side import SqliteSide
 
 if TYPE_CHECKING:
-    from ...memory.store import SqliteMemoryStore
+    from ...memory.sqlite.store import SqliteMemoryStore
 
 _LIVE = "(expires_at_us IS NULL OR expires_at_us > ?)"
 _SCOPED_TABLES = (

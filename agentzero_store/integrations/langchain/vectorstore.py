@@ -35,7 +35,7 @@ from ...base.config import StoreConfig
 from ...base.errors import InvalidArgumentError
 from ...base.limits import MAX_RESULTS, check_limit
 from ...items import Item, ItemStore
-from ...memory.store import SqliteMemoryStore
+from ...memory.sqlite.store import SqliteMemoryStore
 from .._shared import Handle, lease
 
 NAMESPACE = ("documents",)  # every document of a collection lives in this namespace

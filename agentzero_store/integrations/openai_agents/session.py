@@ -38,7 +38,7 @@ from ...base.config import StoreConfig
 from ...base.errors import InvalidArgumentError, NotFoundError
 from ...base.limits import MAX_RESULTS, check_name
 from ...embed.vectors import Embedder
-from ...memory.store import SqliteMemoryStore
+from ...memory.sqlite.store import SqliteMemoryStore
 from .._shared import Handle, lease
 from .items import Kept, StoredTurn, from_memory, to_turn
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from ...agentmem.sqlite.archive import audit, required_texts
 from ...base.config import Layout, StoreConfig
 from ...base.errors import AgentZeroStoreError
-from ...memory.schema import get_meta
-from ...memory.source import feed_seq, memory_present, memory_seq, unreadable_times
+from ...memory.sqlite.schema import get_meta
+from ...memory.sqlite.source import feed_seq, memory_present, memory_seq, unreadable_times
 from ...storage.ack_format import SourceState
 from ...storage.keys import StoreKeys
 from ...storage.sources import judge_memory
