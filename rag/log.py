@@ -55,7 +55,7 @@ from agentzero_store.base.errors import (
     StoreIOError,
     StoreNotFoundError,
 )
-from agentzero_store.storage.acks import SourceState
+from agentzero_store.storage.ack_format import SourceState
 from agentzero_store.storage.fileio import (
     DEFAULT_IO,
     AppendFile,

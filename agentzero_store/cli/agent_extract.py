@@ -13,7 +13,7 @@ import typer
 from ..agentmem.extract import Extractor, ExtractReport, LLMExtractor, RuleExtractor
 from ..base.errors import InvalidArgumentError
 from ..memory.records import parse_datetime
-from .agent_memory import writer
+from .agent_common import writer
 from .common import JsonOpt, cli_command, emit, out
 
 

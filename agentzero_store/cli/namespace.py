@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .agent_memory import AgentOpt, OrgOpt, open_memory, writer
+from .agent_common import AgentOpt, OrgOpt, open_memory, writer
 from .common import JsonOpt, cli_command, emit, out, show_table
 
 app = typer.Typer(no_args_is_help=True)

@@ -4,7 +4,7 @@ When a source holds less than the acknowledgement ledger says (a lost or truncat
 document log, a lost ``memory.db-wal``, a file replaced by an older copy), every open
 refuses it. A user who has no backup, or chose not to restore one, runs this: each
 source that fails its check is taken as it is now, the ledger records what was expected
-and what was found (the newest ``acks.MAX_LOSSES`` losses stay in the ledger, and
+and what was found (the newest ``ack_format.MAX_LOSSES`` losses stay in the ledger, and
 ``store verify --json`` shows how many), and a new state begins:
 
 - a missing or emptied source starts over empty (a new ``memory.db``, a new log
@@ -28,7 +28,8 @@ from ..base.config import Layout, StoreConfig
 from ..base.errors import CorruptStoreError
 from ..memory.sqlite.schema import migrate
 from ..memory.sqlite.source import memory_present, memory_seq
-from ..storage.acks import SOURCES, Ledger, Source, SourceState, count, create_ledger
+from ..storage.ack_format import SOURCES, Source, SourceState
+from ..storage.acks import Ledger, count, create_ledger
 from ..storage.credentials import Credential
 from ..storage.fileio import DEFAULT_IO, FileIO
 from ..storage.keys import StoreKeys, unlock_slot

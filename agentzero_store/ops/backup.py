@@ -45,7 +45,8 @@ from ..base.errors import (
     TamperedRecordError,
 )
 from ..memory.sqlite.source import memory_seq
-from ..storage.acks import Source, SourceState, create_ledger
+from ..storage.ack_format import Source, SourceState
+from ..storage.acks import create_ledger
 from ..storage.backup_log import note_backup
 from ..storage.credentials import Credential
 from ..storage.fileio import DEFAULT_IO, FileIO, atomic_write, fsync_path, translate_os_errors

@@ -50,7 +50,8 @@ from typing import Any
 from ..base.config import KdfParams, Layout, StoreConfig
 from ..base.errors import CorruptStoreError, StoreIOError
 from ..sidecar.manifest import MANIFEST, TREE_SUFFIX
-from ..storage.acks import SOURCES, Ledger, create_ledger
+from ..storage.ack_format import SOURCES
+from ..storage.acks import Ledger, create_ledger
 from ..storage.credentials import KEY_BYTES, Credential
 from ..storage.crypto import InvalidTag, Sealer
 from ..storage.fileio import DEFAULT_IO, FileIO

@@ -15,13 +15,8 @@ holds less than was acknowledged; ``agentzero store verify`` reports the same, a
 ``agentzero store accept-loss`` records a loss the user accepts and starts from what is
 there. Nothing is created or rewritten over a source that fails the check.
 
-File format (``LEDGER_BYTES`` long): a 64-byte header (magic), then per source two
-fixed-size slots. A slot is ``b"S1" | length (2 B) | nonce (12 B) | AES-256-GCM(state)``
-under the ledger subkey, with the store id and the source name as associated data, so a
-slot cannot be forged, edited, or moved to another source or store without the key. The
-newest authentic slot (highest ``version``) is the state; an update writes the *other*
-slot, so a torn write destroys at most the slot being written and the previous state
-survives (like a file system's double superblock or LMDB's two meta pages).
+File format (two sealed slots per source, a torn write destroys at most the slot being
+written): see ``ack_format``.
 
 Durability and cost: an update is one ``pwrite`` of a 2 KiB slot, made after the source's
 own fsync or commit returned, so the ledger on disk is never ahead of its source. It is
@@ -39,35 +34,31 @@ Callers hold the data dir's writer lock around ``acknowledge`` and every other u
 from __future__ import annotations
 
 import contextlib
-import functools
-import json
 import os
-import secrets
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
 
-from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ..base.config import Layout
 from ..base.errors import CorruptStoreError
+from .ack_format import (
+    HEADER_BYTES,
+    LEDGER_BYTES,
+    MAGIC,
+    SLOT_BYTES,
+    SOURCES,
+    RegionRead,
+    Source,
+    SourceState,
+    initial_bytes,
+    open_slot,
+    seal_slot,
+    slot_offset,
+)
 from .fileio import DEFAULT_IO, FileIO, atomic_write, io_error, translate_os_errors
-
-ACKS_FORMAT = "agentzero-acks/1"
-MAGIC = b"AGENTZERO-ACKS/1"
-HEADER_BYTES = 64
-SLOT_BYTES = 2048  # a state with the newest MAX_LOSSES losses fits (about 1.3 KiB)
-SLOT_TAG = b"S1"
-NONCE_BYTES = 12
-MAX_LOSSES = 8  # accepted losses kept per source (the newest)
-
-Source = Literal["memory", "documents"]
-SOURCES: tuple[Source, ...] = ("memory", "documents")
-LEDGER_BYTES = HEADER_BYTES + 2 * SLOT_BYTES * len(SOURCES)
 
 FIX_LOSS = (
     "restore the file from a backup (`agentzero store restore BACKUP --data-dir NEW_DIR`), "
@@ -84,112 +75,9 @@ class SourceLossError(CorruptStoreError):
     default_hint = FIX_LOSS
 
 
-@dataclass(frozen=True)
-class SourceState:
-    """What the ledger says about one source."""
-
-    version: int = 0  # orders the two slots; +1 on every update
-    created: bool = False  # the source was created: from now on it must exist
-    seq: int = 0  # the newest acknowledged seq
-    generation: str | None = None  # documents: the log generation ``seq`` belongs to
-    pending: tuple[str, int] | None = None  # documents: a compaction to (generation, seq)
-    losses: tuple[dict[str, Any], ...] = field(default=())  # accepted losses, newest last
-
-    def to_json(self) -> bytes:
-        """The sealed payload."""
-        d = {
-            "version": self.version,
-            "created": self.created,
-            "seq": self.seq,
-            "generation": self.generation,
-            "pending": list(self.pending) if self.pending else None,
-            "losses": list(self.losses),
-        }
-        return json.dumps(d, separators=(",", ":")).encode()
-
-    @classmethod
-    def from_json(cls, raw: bytes) -> SourceState:
-        """Parse a payload that authenticated (so it is ours; still checked for shape)."""
-        d = json.loads(raw)
-        pending = d.get("pending")
-        return cls(
-            version=int(d["version"]),
-            created=bool(d["created"]),
-            seq=int(d["seq"]),
-            generation=d.get("generation"),
-            pending=(str(pending[0]), int(pending[1])) if pending else None,
-            losses=tuple(d.get("losses") or ()),
-        )
-
-    def with_loss(self, expected: str, found: str) -> SourceState:
-        """This state plus a record of an accepted loss."""
-        entry = {"at": datetime.now(UTC).isoformat(), "expected": expected, "found": found}
-        return replace(self, losses=(*self.losses, entry)[-MAX_LOSSES:])
-
-
-@dataclass(frozen=True)
-class RegionRead:
-    """Both slots of a source: the newest authentic state, and which slots are damaged."""
-
-    state: SourceState | None
-    damaged: tuple[int, ...]  # slot numbers (0, 1) that hold bytes that do not authenticate
-    slot: int | None = None  # the slot ``state`` was read from
-
-
 def ledger_path(root: Path) -> Path:
     """Where a data dir keeps its ledger."""
     return Layout(Path(root)).ledger
-
-
-@functools.lru_cache(maxsize=64)
-def _aad(store_id: str, source: str) -> bytes:
-    return f"{ACKS_FORMAT}|{store_id}|{source}".encode()
-
-
-def _offset(source: Source, slot: int) -> int:
-    return HEADER_BYTES + (SOURCES.index(source) * 2 + slot) * SLOT_BYTES
-
-
-def seal_slot(aead: AESGCM, store_id: str, source: Source, state: SourceState) -> bytes:
-    """One slot's bytes (``SLOT_BYTES``, zero padded)."""
-    while True:
-        nonce = secrets.token_bytes(NONCE_BYTES)  # fresh for every encryption, retries too
-        ct = aead.encrypt(nonce, state.to_json(), _aad(store_id, source))
-        body = SLOT_TAG + len(ct).to_bytes(2, "big") + nonce + ct
-        if len(body) <= SLOT_BYTES:
-            return body.ljust(SLOT_BYTES, b"\0")
-        if not state.losses:
-            raise ValueError("ledger state too large for its slot")
-        state = replace(state, losses=state.losses[1:])  # the oldest accepted loss goes
-
-
-def open_slot(aead: AESGCM, store_id: str, source: Source, raw: bytes) -> SourceState | None:
-    """The state in one slot, or None if it does not authenticate (torn, damaged, foreign)."""
-    if len(raw) != SLOT_BYTES or raw[:2] != SLOT_TAG:
-        return None
-    n = int.from_bytes(raw[2:4], "big")
-    start = 4 + NONCE_BYTES
-    if n < 16 or start + n > SLOT_BYTES or any(raw[start + n :]):
-        return None  # (the padding must be zeros too: no byte of a slot goes unchecked)
-    try:
-        plain = aead.decrypt(raw[4:start], raw[start : start + n], _aad(store_id, source))
-        return SourceState.from_json(plain)
-    except (InvalidTag, ValueError, KeyError, TypeError, IndexError):
-        return None
-
-
-def initial_bytes(
-    key: bytes, store_id: str, states: Mapping[Source, SourceState] | None = None
-) -> bytes:
-    """A fresh ledger: each source as ``states`` says (default: not created yet), in its
-    first slot (version 1)."""
-    aead = AESGCM(key)
-    out = bytearray(MAGIC.ljust(HEADER_BYTES, b"\0"))
-    for source in SOURCES:
-        st = (states or {}).get(source, SourceState())
-        out += seal_slot(aead, store_id, source, replace(st, version=1))
-        out += bytes(SLOT_BYTES)
-    return bytes(out)
 
 
 def create_ledger(
@@ -263,7 +151,7 @@ class Ledger:
         """Both slots of ``source``; never raises for damage (see ``state``)."""
         assert self._fd is not None
         try:
-            both = os.pread(self._fd, 2 * SLOT_BYTES, _offset(source, 0))
+            both = os.pread(self._fd, 2 * SLOT_BYTES, slot_offset(source, 0))
         except OSError as exc:
             raise io_error("reading", self.path, exc) from exc
         cached = self._seen.get(source)
@@ -299,7 +187,7 @@ class Ledger:
                 f"(damaged slots: {list(got.damaged) or 'none, both empty'})",
                 path=self.path,
                 record=SOURCES.index(source),
-                offset=_offset(source, 0),
+                offset=slot_offset(source, 0),
                 hint="run `agentzero store verify`, then `agentzero store accept-loss` to "
                 "start a new ledger from what is there",
             )
@@ -329,7 +217,7 @@ class Ledger:
         target = 1 - got.slot if got.slot is not None else 0
         data = seal_slot(self._aead, self.store_id, source, new)
         try:
-            self._io.pwrite(self._fd, data, _offset(source, target))
+            self._io.pwrite(self._fd, data, slot_offset(source, target))
         except OSError as exc:
             self._seen.pop(source, None)
             raise io_error("writing", self.path, exc) from exc
@@ -411,16 +299,10 @@ def missing_range(found: int, expected: int) -> str:
 
 __all__ = [
     "FIX_LOSS",
-    "LEDGER_BYTES",
-    "SOURCES",
     "Ledger",
-    "RegionRead",
-    "Source",
     "SourceLossError",
-    "SourceState",
     "count",
     "create_ledger",
-    "initial_bytes",
     "ledger_path",
     "missing_range",
 ]

@@ -35,7 +35,8 @@ from ..base.errors import (
     StoreExistsError,
     WrongKeyError,
 )
-from .acks import ACKS_FORMAT, create_ledger
+from .ack_format import ACKS_FORMAT
+from .acks import create_ledger
 from .credentials import KEY_BYTES, Credential
 from .fileio import DEFAULT_IO, FileIO
 from .key_header import (

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Literal
 
 from ..base.config import Layout
-from .acks import FIX_LOSS, Ledger, Source, SourceLossError, SourceState, count, missing_range
+from .ack_format import Source, SourceState
+from .acks import FIX_LOSS, Ledger, SourceLossError, count, missing_range
 from .keys import StoreKeys
 
 LogKind = Literal["missing", "empty", "plaintext", "sealed"]

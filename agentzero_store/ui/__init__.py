@@ -7,7 +7,8 @@ long actions run as polled background jobs (``jobs``); the SVGs are drawn server
 """
 
 from .app import create_app
-from .inspector import Inspector, Settings
+from .inspector import Inspector
+from .records import Settings
 from .security import Secrets
 from .server import bind, serve
 

@@ -10,68 +10,28 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 from ..agentmem import AgentMemory
 from ..agentmem.memory import Archived
-from ..agentmem.records import (
-    Edge,
-    Fact,
-    ForgetReceipt,
-    HistoryEntry,
-    Memory,
-    RecallHit,
-)
-from ..base.config import Layout, StoreConfig
+from ..agentmem.records import Edge, Fact, ForgetReceipt, HistoryEntry, Memory, RecallHit
+from ..base.config import Layout
 from ..base.errors import AccessDeniedError, InvalidArgumentError, NotFoundError
 from ..base.modes import MODES, Mode, search_mode
-from ..embed.vectors import Embedder
 from ..memory.seam import supports
 from ..storage.backup_log import last_backup
 from ..storage.credentials import Credential
 from ..storage.lock import writer_lock
 from . import drawing
 from .jobs import Jobs, Tell
+from .records import FactChain, MemoryView, Settings, age
 
 PAGE = 25  # memories per timeline page
 ENTITY_NODES = 60  # memories an entity's graph draws at most (the newest)
 Selector = Literal["id", "conversation_id", "about"]
-
-
-def age(delta: timedelta) -> str:
-    """A time span as a person reads it: "40 s", "12 min", "5 h", "3 days"."""
-    seconds = max(0, int(delta.total_seconds()))
-    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
-        if seconds >= size:
-            n = seconds // size
-            return f"{n} {'day' if unit == 'days' and n == 1 else unit}"
-    return f"{seconds} s"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Where the store is, how it was unlocked, which agent's memory, which embedder.
-
-    ``verify`` is handed in by the command line (operations sit beside this package, not
-    below it): a function that verifies the data dir, telling its progress to the
-    ``Tell`` it is given after each check, and returns the report as a dict.
-    """
-
-    data_dir: Path
-    credential: Credential
-    org_id: str = "default"
-    agent_id: str = "default"
-    pinned: bool = True  # False: the page may switch to any agent's memory (``switch``)
-    embedder: Embedder | None = None
-    config: StoreConfig = field(default_factory=StoreConfig)
-    verify: Callable[[Tell], dict[str, Any]] | None = None
-
-    def __repr__(self) -> str:
-        return f"Settings({self.data_dir!s}, org={self.org_id!r}, agent={self.agent_id!r})"
 
 
 def credential_kwargs(cred: Credential) -> dict[str, Any]:
@@ -79,28 +39,6 @@ def credential_kwargs(cred: Credential) -> dict[str, Any]:
     if cred.kind == "passphrase":
         return {"passphrase": cred.secret.decode("utf-8")}
     return {"key": cred.secret}
-
-
-@dataclass(frozen=True)
-class MemoryView:
-    """One memory's page: the memory, its tier marks, its decay and its neighbourhood."""
-
-    memory: Memory
-    pinned: bool
-    core: bool
-    retrievability: float
-    curve: drawing.Curve
-    graph: drawing.Graph
-    history: list[HistoryEntry]
-
-
-@dataclass(frozen=True)
-class FactChain:
-    """Every version of one (subject, predicate), oldest first, and the one believed."""
-
-    subject: str
-    predicate: str
-    versions: list[Fact]
 
 
 class Inspector:
@@ -414,4 +352,4 @@ class Inspector:
         return self.jobs.start("consolidate", work).id
 
 
-__all__ = ["MODES", "PAGE", "FactChain", "Inspector", "MemoryView", "Settings"]
+__all__ = ["MODES", "PAGE", "Inspector", "Selector", "credential_kwargs"]

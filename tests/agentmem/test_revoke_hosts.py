@@ -18,7 +18,7 @@ from agentzero_store.agent.mcp import ToolHost, build_tools
 from agentzero_store.agent.tools import MemoryScopes
 from agentzero_store.base.errors import AccessDeniedError
 from agentzero_store.storage.credentials import Credential
-from agentzero_store.ui.inspector import Inspector, Settings
+from agentzero_store.ui import Inspector, Settings
 from tests.conftest import FAST, PASSPHRASE
 
 from .conftest import Clock, open_memory

@@ -214,7 +214,7 @@ def test_verify_reports_an_archive_whose_store_id_was_changed(data_dir: Path) ->
 
 
 def test_verify_caps_per_memory_findings(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentzero_store.ops import verify as verify_mod
+    from agentzero_store.ops.verify import memory as verify_mod
 
     monkeypatch.setattr(verify_mod, "MAX_ID_FINDINGS", 2)
     ids = archived_store(data_dir, 5)

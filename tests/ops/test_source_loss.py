@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentzero_store import MemoryEntry, SqliteMemoryStore
-from agentzero_store.storage.acks import HEADER_BYTES, SLOT_BYTES
+from agentzero_store.storage.ack_format import HEADER_BYTES, SLOT_BYTES
 from rag import DocumentStore
 from rag.documents import DocInput
 

@@ -10,7 +10,7 @@ import pytest
 from agentzero_store.base.config import Layout
 from agentzero_store.base.errors import WrongKeyError
 from agentzero_store.ops import verify_store
-from agentzero_store.ops.verify import FIX_REBUILD, FIX_RESTORE, FIX_SALVAGE
+from agentzero_store.ops.verify.report import FIX_REBUILD, FIX_RESTORE, FIX_SALVAGE
 from agentzero_store.storage.credentials import Credential
 
 from ..conftest import js, run_cli

@@ -10,15 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentzero_store.base.errors import CorruptStoreError
-from agentzero_store.storage.acks import (
-    HEADER_BYTES,
-    LEDGER_BYTES,
-    SLOT_BYTES,
-    Ledger,
-    SourceLossError,
-    SourceState,
-    create_ledger,
-)
+from agentzero_store.storage.ack_format import HEADER_BYTES, LEDGER_BYTES, SLOT_BYTES, SourceState
+from agentzero_store.storage.acks import Ledger, SourceLossError, create_ledger
 
 KEY, SID = os.urandom(32), "s" * 32
 
