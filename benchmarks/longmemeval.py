@@ -187,12 +187,12 @@ def load(data_dir: Path) -> list[Question]:
 def stratified(questions: Sequence[Question], n: int | None) -> list[Question]:
     """The first ``n`` (all if None) of a deterministic stratified order: within a type by
     question id, types interleaved in proportion to their size, so every prefix holds
-    each type in about its share (and the first six one of each type)."""
+    each type in about its share (and the first seven every type)."""
     by_type: dict[str, list[Question]] = {}
     for q in sorted(questions, key=lambda q: q.qid):
         by_type.setdefault(q.qtype, []).append(q)
     keyed = [
-        (i / len(group), qtype, q)
+        ((i + 0.5) / len(group), qtype, q)
         for qtype, group in by_type.items()
         for i, q in enumerate(group)
     ]
