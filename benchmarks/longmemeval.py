@@ -279,6 +279,7 @@ def best_window_ranking(
 # ----------------------------------------------------------------------------- run
 @dataclass
 class Score:
+    qid: str
     qtype: str
     turn: float
     session: float
@@ -296,6 +297,7 @@ class ModeResult:
     latency_p50_ms: float | None
     latency_p95_ms: float | None
     foreign_hits: int
+    by_question: dict[str, float]  # question id -> turn recall@10 (to compare rankings)
 
 
 @dataclass
@@ -335,6 +337,7 @@ def _result(name: str, scores: list[Score], lat: list[float] | None, foreign: in
         median(lat) * 1e3 if lat else None,
         pct(lat, 95) * 1e3 if lat else None,
         foreign,
+        {s.qid: s.turn for s in scores},
     )
 
 
@@ -344,6 +347,7 @@ def score(q: Question, top: set[int]) -> Score:
     found = sum(1 for i in wanted if i in top)
     sessions = {q.turns[i].session for i in top}
     return Score(
+        q.qid,
         q.qtype,
         found / len(wanted) if wanted else float("nan"),
         sum(1 for s in q.answer_sessions if s in sessions) / len(q.answer_sessions),
@@ -356,6 +360,7 @@ def run(
     rankers_: Sequence[Ranker],
     *,
     subset: int | None = None,
+    types: Sequence[str] | None = None,
     anchors: bool = True,
     with_windows: bool = False,
     tmp_parent: Path | None = None,
@@ -364,7 +369,10 @@ def run(
 ) -> Report:
     """Per question a fresh store of its haystack; every ranker, then the anchors."""
     files = [data_dir / QUESTIONS_FILE, data_dir / SESSIONS_FILE]
-    questions = stratified(load(data_dir), subset)
+    questions = load(data_dir)
+    if types:
+        questions = [q for q in questions if q.qtype in types]
+    questions = stratified(questions, subset)
     questions = [q for q in questions if any(t.evidence for t in q.turns)]
     inner = LocalEmbedder()
     vf = VectorFile.for_data(files, inner.model_id, vector_dir or cache_dir(), "longmemeval")
@@ -539,6 +547,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="the first N questions of a deterministic stratified order (every type)",
     )
+    ap.add_argument(
+        "--types",
+        default="",
+        help=f"comma-separated question types only (default all): {', '.join(TYPES)}",
+    )
     ap.add_argument("--no-anchors", action="store_true", help="skip the raw-library anchors")
     ap.add_argument(
         "--windows",
@@ -554,6 +567,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     names, unknown = chosen_modes(args.modes, args.ablation, RANKERS)
+    types = [t.strip() for t in args.types.split(",") if t.strip()]
+    if set(types) - set(TYPES):
+        ap.error(f"unknown type(s) {', '.join(set(types) - set(TYPES))}")
     if unknown:
         ap.error(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(RANKERS)}")
     if not all((args.data / f).is_file() for f in (QUESTIONS_FILE, SESSIONS_FILE)):
@@ -568,6 +584,7 @@ def main(argv: list[str] | None = None) -> int:
         args.data,
         [RANKERS[m] for m in names],
         subset=QUICK_QUESTIONS if args.quick else args.questions,
+        types=types or None,
         anchors=not args.no_anchors,
         with_windows=args.windows,
         tmp_parent=args.tmp,
