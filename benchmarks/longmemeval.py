@@ -117,6 +117,7 @@ class LmeTurn:
     content: str
     created_at: datetime
     evidence: bool  # has_answer
+    slot: int  # the session's place in the haystack (a few haystacks list one twice)
 
 
 @dataclass(frozen=True)
@@ -128,11 +129,15 @@ class Question:
     answer_sessions: tuple[str, ...]
     turns: tuple[LmeTurn, ...]  # the haystack's non-empty turns, session by session
 
-    def sessions(self) -> dict[str, list[LmeTurn]]:
-        """Turns grouped by session, in order (one ``add_turns`` call each)."""
-        out: dict[str, list[LmeTurn]] = {}
+    def sessions(self) -> list[tuple[str, list[LmeTurn]]]:
+        """Turns grouped by haystack session, in order (one ``add_turns`` call each). A
+        few haystacks list a session twice (at two dates): each time is its own group."""
+        out: list[tuple[str, list[LmeTurn]]] = []
         for t in self.turns:
-            out.setdefault(t.session, []).append(t)
+            if out and out[-1][1][0].slot == t.slot:
+                out[-1][1].append(t)
+            else:
+                out.append((t.session, [t]))
         return out
 
 
@@ -158,7 +163,8 @@ def load(data_dir: Path) -> list[Question]:
         if "_abs" in q["question_id"]:
             continue
         turns = []
-        for sid, date in zip(q["haystack_session_ids"], q["haystack_dates"], strict=True):
+        haystack = zip(q["haystack_session_ids"], q["haystack_dates"], strict=True)
+        for slot, (sid, date) in enumerate(haystack):
             start = parse_date(date)
             for j, t in enumerate(sessions[sid]):
                 if t["content"].strip():
@@ -169,6 +175,7 @@ def load(data_dir: Path) -> list[Question]:
                             t["content"],
                             start + timedelta(seconds=j),
                             bool(t.get("has_answer")),
+                            slot,
                         )
                     )
         out.append(
@@ -415,7 +422,7 @@ def run(
             t0 = time.perf_counter()
             turn_ids: dict[str, list[int]] = {}  # memory id -> its turns' indices
             at = 0
-            for session, turns in q.sessions().items():
+            for session, turns in q.sessions():
                 made = mem.add_turns(
                     session,
                     [Turn(t.role, t.content, created_at=t.created_at) for t in turns],
