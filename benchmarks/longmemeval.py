@@ -368,6 +368,7 @@ def run(
     *,
     subset: int | None = None,
     types: Sequence[str] | None = None,
+    ids: Sequence[str] | None = None,
     anchors: bool = True,
     with_windows: bool = False,
     tmp_parent: Path | None = None,
@@ -379,6 +380,8 @@ def run(
     questions = load(data_dir)
     if types:
         questions = [q for q in questions if q.qtype in types]
+    if ids:
+        questions = [q for q in questions if q.qid in ids]
     questions = stratified(questions, subset)
     questions = [q for q in questions if any(t.evidence for t in q.turns)]
     inner = LocalEmbedder()
@@ -559,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help=f"comma-separated question types only (default all): {', '.join(TYPES)}",
     )
+    ap.add_argument("--ids", default="", help="comma-separated question ids only")
     ap.add_argument("--no-anchors", action="store_true", help="skip the raw-library anchors")
     ap.add_argument(
         "--windows",
@@ -592,6 +596,7 @@ def main(argv: list[str] | None = None) -> int:
         [RANKERS[m] for m in names],
         subset=QUICK_QUESTIONS if args.quick else args.questions,
         types=types or None,
+        ids=[i.strip() for i in args.ids.split(",") if i.strip()] or None,
         anchors=not args.no_anchors,
         with_windows=args.windows,
         tmp_parent=args.tmp,
