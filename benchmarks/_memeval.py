@@ -11,6 +11,7 @@ a fixed-width text column of gigabytes).
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -259,6 +260,35 @@ def chosen_modes(
     if ablation:
         names += [m for m in ABLATION if m not in names]
     return names, [m for m in names if m not in known]
+
+
+def common_args(
+    ap: argparse.ArgumentParser,
+    known: Mapping[str, object],
+    default_modes: Sequence[str],
+    quick_help: str,
+) -> None:
+    """The options both benchmarks take: --modes, --ablation, --json, --quick, --tmp,
+    --cache-dir."""
+    ap.add_argument(
+        "--modes",
+        default=",".join(default_modes),
+        help=f"comma-separated ranking modes: {', '.join(known)}",
+    )
+    ap.add_argument(
+        "--ablation",
+        action="store_true",
+        help="also each auto signal alone and the fusion without it (only-X, without-X)",
+    )
+    ap.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    ap.add_argument("--tmp", type=Path, default=None, help="parent of the scratch store")
+    ap.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help=f"where vectors are cached (default {cache_dir()}); never inside the repo",
+    )
 
 
 def cache_dir_checked(arg: Path | None) -> Path:

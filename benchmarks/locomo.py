@@ -60,6 +60,7 @@ from _memeval import (  # noqa: E402
     cache_dir,
     cache_dir_checked,
     chosen_modes,
+    common_args,
     md_head,
     md_row,
     rankers,
@@ -426,25 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_DATA,
         help=f"folder holding {DATA_FILE} (read in place, never copied)",
     )
-    ap.add_argument(
-        "--modes",
-        default=",".join(DEFAULT_MODES),
-        help=f"comma-separated ranking modes: {', '.join(RANKERS)}",
-    )
-    ap.add_argument(
-        "--ablation",
-        action="store_true",
-        help="also each auto signal alone and the fusion without it (only-X, without-X)",
-    )
-    ap.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
-    ap.add_argument("--quick", action="store_true", help="the first conversation only")
-    ap.add_argument("--tmp", type=Path, default=None, help="parent of the scratch store")
-    ap.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=None,
-        help=f"where vectors are cached (default {cache_dir()}); never inside the repo",
-    )
+    common_args(ap, RANKERS, DEFAULT_MODES, "the first conversation only")
     args = ap.parse_args(argv)
     names, unknown = chosen_modes(args.modes, args.ablation, RANKERS)
     if unknown or not names:

@@ -63,6 +63,7 @@ from _memeval import (  # noqa: E402
     cache_dir,
     cache_dir_checked,
     chosen_modes,
+    common_args,
     md_head,
     md_row,
     rankers,
@@ -536,20 +537,7 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_DATA,
         help=f"folder holding {QUESTIONS_FILE} and {SESSIONS_FILE} (read in place)",
     )
-    ap.add_argument(
-        "--modes",
-        default=",".join(DEFAULT_MODES),
-        help=f"comma-separated ranking modes: {', '.join(RANKERS)}",
-    )
-    ap.add_argument(
-        "--ablation",
-        action="store_true",
-        help="also each auto signal alone and the fusion without it (only-X, without-X)",
-    )
-    ap.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
-    ap.add_argument(
-        "--quick", action="store_true", help=f"the first {QUICK_QUESTIONS} questions only"
-    )
+    common_args(ap, RANKERS, DEFAULT_MODES, f"the first {QUICK_QUESTIONS} questions only")
     ap.add_argument(
         "--questions",
         type=int,
@@ -568,13 +556,6 @@ def main(argv: list[str] | None = None) -> int:
         "--windows",
         action="store_true",
         help="also the cosine anchor with a vector per window of a long turn (embeds them)",
-    )
-    ap.add_argument("--tmp", type=Path, default=None, help="parent of the scratch stores")
-    ap.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=None,
-        help=f"where vectors are cached (default {cache_dir()}); never inside the repo",
     )
     args = ap.parse_args(argv)
     names, unknown = chosen_modes(args.modes, args.ablation, RANKERS)
