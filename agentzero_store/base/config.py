@@ -89,8 +89,8 @@ class StoreConfig:
     weight_keyword: float = 1.0
     # Turns next to a hit (on LoCoMo the answer often sits in the reply). At 1.0 they
     # crowded out the other sessions' evidence of LongMemEval's multi-session questions
-    # (dev, 29 questions: auto 0.764 at 1.0, 0.823 at 0.5, 0.823 at 0.3; LoCoMo dev 0.757
-    # at 1.0 and 0.5, 0.746 at 0.3, 0.721 at 0): 0.5 holds on both (BENCHMARKS.md run 23).
+    # (dev, 29 questions: auto 0.764 at 1.0, 0.823 at 0.5; LoCoMo dev 0.757 at 1.0 and
+    # 0.5, 0.746 at 0.3, 0.721 at 0): 0.5 holds on both (BENCHMARKS.md run 23).
     weight_temporal: float = 0.5
     weight_entity: float = 0.6  # memories about (or said by) an entity the query names
     # ACT-R base level from the access log: off by default. On the LoCoMo dev half, where
