@@ -33,15 +33,14 @@ add one to ``RANKERS`` to compare a new ranking on the same protocol.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -53,11 +52,23 @@ REPO = HERE.parent
 sys.path[:0] = [str(HERE), str(REPO)]
 
 from _harness import Figure, Skipped, median, pct  # noqa: E402
+from _memeval import (  # noqa: E402
+    K,
+    QueryVectorCache,
+    Ranker,
+    VectorFile,
+    cache_dir,
+    cache_dir_checked,
+    chosen_modes,
+    common_args,
+    md_head,
+    md_row,
+    rankers,
+    single_query_embedding,
+    stderr_log,
+)
 
 from agentzero_store import AgentMemory, LocalEmbedder, Turn  # noqa: E402
-from agentzero_store.agentmem.recall.search import SIGNALS  # noqa: E402
-from agentzero_store.embed.local import LOCAL_MODEL_SHA256  # noqa: E402
-from agentzero_store.embed.vectors import Embedder, Vector  # noqa: E402
 
 DATA_FILE = "locomo-dev.json"
 ORIGIN = (
@@ -66,11 +77,9 @@ ORIGIN = (
     "docs/design.md, Evaluation data)"
 )
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo-dev"
-K = 10
 CATEGORIES = (1, 2, 3, 4)  # 5 (adversarial) has no answer in the conversation
 SESSION = re.compile(r"session_(\d+)")
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
-CACHE_VERSION = 1  # bump when the cached texts or their layout change
 
 # Evidence recall@10 on this half, measured with the raw libraries (no store code): the
 # data README's reference points, given as constants (not measured by this script).
@@ -149,171 +158,8 @@ def load(path: Path) -> list[Conversation]:
     return out
 
 
-# ----------------------------------------------------------------------------- vectors
-def cache_dir() -> Path:
-    """Where vectors are cached: outside the repo, in the user's cache directory."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "agentzero-bench"
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-@dataclass
-class VectorFile:
-    """Text -> vector for one data file and one model, kept in an ``.npz`` outside the
-    repo. Missing texts are embedded and merged in; the file is rewritten atomically."""
-
-    path: Path
-    vectors: dict[str, Vector] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def for_data(cls, data_file: Path, model_id: str, directory: Path) -> VectorFile:
-        key = hashlib.sha256(
-            f"{sha256_of(data_file)}\n{model_id}\n{LOCAL_MODEL_SHA256}\n{CACHE_VERSION}".encode()
-        ).hexdigest()[:24]
-        vf = cls(directory / f"locomo-{key}.npz")
-        if vf.path.exists():
-            try:
-                with np.load(vf.path, allow_pickle=False) as z:
-                    texts = [str(t) for t in z["texts"]]
-                    matrix = z["vectors"].astype(np.float32)
-                    vf.meta = json.loads(str(z["meta"]))
-                vf.vectors = dict(zip(texts, matrix, strict=True))
-            except (OSError, ValueError, KeyError) as exc:  # a torn or stale file: rebuild
-                print(f"locomo: ignoring unreadable cache {vf.path}: {exc}", file=sys.stderr)
-        return vf
-
-    def ensure(
-        self, texts: Iterable[str], embedder: Embedder, what: str, log: Callable[[str], None]
-    ) -> None:
-        """Embed the texts not cached yet (batched) and save; records the time taken."""
-        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
-        if not missing:
-            return
-        log(f"embedding {len(missing):,} {what} (cache miss)")
-        t0 = time.perf_counter()
-        matrix = embedder.embed(missing)
-        seconds = time.perf_counter() - t0
-        self.vectors.update(zip(missing, matrix, strict=True))
-        self.meta[f"embed_{what}"] = {
-            "n": len(missing),
-            "seconds": round(seconds, 2),
-            "at": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
-        self.save()
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        texts = list(self.vectors)
-        tmp = self.path.with_name(self.path.name + ".tmp.npz")
-        np.savez(
-            tmp,
-            texts=np.array(texts, dtype=np.str_),
-            vectors=np.stack([self.vectors[t] for t in texts]).astype(np.float32),
-            meta=np.array(json.dumps(self.meta)),
-        )
-        os.replace(tmp, self.path)
-
-
-class QueryVectorCache:
-    """An ``Embedder`` for the store that serves precomputed query vectors, so a timed
-    ``recall`` does not include embedding its query. A text it does not hold is embedded
-    by the wrapped embedder and counted in ``misses`` (the benchmark reports it; 0 means
-    every timed recall was embedding-free)."""
-
-    def __init__(self, inner: Embedder, vectors: Mapping[str, Vector]) -> None:
-        self._inner = inner
-        self._vectors = vectors
-        self.misses = 0
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    def embed(self, texts: Sequence[str]) -> Vector:
-        out = []
-        for t in texts:
-            v = self._vectors.get(t)
-            if v is None:
-                self.misses += 1
-                v = self._inner.embed([t])[0]
-            out.append(v)
-        return np.stack(out).astype(np.float32, copy=False)
-
-
-def single_query_embedding(
-    embedder: Embedder, questions: Sequence[str], n: int = 50
-) -> dict[str, float]:
-    """What the excluded part costs: p50/p95 ms of embedding one question at a time."""
-    for q in questions[:5]:  # load and warm the model
-        embedder.embed([q])
-    lat = []
-    for q in questions[:n]:
-        t0 = time.perf_counter()
-        embedder.embed([q])
-        lat.append(time.perf_counter() - t0)
-    return {"n": len(lat), "p50_ms": median(lat) * 1e3, "p95_ms": pct(lat, 95) * 1e3}
-
-
 # ----------------------------------------------------------------------------- rankers
-RankFn = Callable[[AgentMemory, str, Vector], list[str]]
-
-
-@dataclass(frozen=True)
-class Ranker:
-    """A ranking under test: ``rank(mem, question, qvec)`` returns memory ids, best first
-    (at most ``K``). ``qvec`` is the question's cached vector, for rankers that take one."""
-
-    name: str
-    rank: RankFn
-    reference: tuple[float, str] | None = None  # raw-library anchor, if the README has one
-
-
-def recall_mode(mode: str, weights: Mapping[str, float] | None = None) -> RankFn:
-    """``AgentMemory.recall`` in one of its modes (it embeds through the cache), with
-    ``weights`` overriding some of the auto signals' weights."""
-
-    def rank(mem: AgentMemory, question: str, qvec: Vector) -> list[str]:
-        hits = mem.recall(question, k=K, mode=mode, weights=weights)  # type: ignore[arg-type]
-        return [h.id for h in hits]
-
-    return rank
-
-
-def store_hybrid(mem: AgentMemory, question: str, qvec: Vector) -> list[str]:
-    """The memory store's own ``hybrid_recall`` (below the agent layer), same scope."""
-    hits = mem.store.hybrid_recall(question, qvec, K, org_id=mem.org_id, agent_id=mem.agent_id)
-    return [h.id for h in hits]
-
-
-RANKERS: dict[str, Ranker] = {
-    m: Ranker(m, recall_mode(m), REFERENCE.get(m))
-    for m in ("keyword", "semantic", "hybrid", "auto")
-}
-RANKERS["store-hybrid"] = Ranker("store-hybrid", store_hybrid, REFERENCE.get("hybrid"))
-# The ablation of mode auto (--ablation): each signal alone (its weight 1, every other 0;
-# the candidates still come from the semantic and keyword stages), and the fusion without
-# it. The rankers share the store, so every recall's logged accesses feed the activation
-# signal of the rankers after it: only-activation is not one ranker's own history.
-ABLATION = [f"{how}-{s}" for s in SIGNALS for how in ("only", "without")]
-for _s in SIGNALS:
-    RANKERS[f"only-{_s}"] = Ranker(
-        f"only-{_s}", recall_mode("auto", {o: 1.0 if o == _s else 0.0 for o in SIGNALS})
-    )
-    RANKERS[f"without-{_s}"] = Ranker(f"without-{_s}", recall_mode("auto", {_s: 0.0}))
-    # The fusion with it at weight 0.3 (for the signals that are off by default).
-    RANKERS[f"with-{_s}"] = Ranker(f"with-{_s}", recall_mode("auto", {_s: 0.3}))
+RANKERS: dict[str, Ranker] = rankers(REFERENCE)
 DEFAULT_MODES = ("keyword", "semantic", "hybrid", "auto", "store-hybrid")
 
 
@@ -366,7 +212,7 @@ def run(
     if quick:
         convs = convs[:1]
     inner = LocalEmbedder()
-    vf = VectorFile.for_data(data_file, inner.model_id, vector_dir or cache_dir())
+    vf = VectorFile.for_data([data_file], inner.model_id, vector_dir or cache_dir(), "locomo")
     questions = [q.text for c in convs for q in c.questions]
     vf.ensure((t.content for c in convs for t in c.turns), inner, "turns", log)
     vf.ensure(questions, inner, "questions", log)
@@ -374,7 +220,7 @@ def run(
         log("timing single-question embedding (once; cached)")
         vf.meta["single_query"] = single_query_embedding(inner, questions)
         vf.save()
-    cache = QueryVectorCache(inner, vf.vectors)
+    cache = QueryVectorCache(inner, vf)
 
     ids: dict[str, dict[str, str]] = {}  # sample_id -> dia_id -> memory id
     with tempfile.TemporaryDirectory(prefix="agentzero-locomo-", dir=tmp_parent) as tmp:
@@ -397,7 +243,7 @@ def run(
                             Turn("user", t.content, speaker=t.speaker, created_at=t.created_at)
                             for t in turns
                         ],
-                        vectors=[vf.vectors[t.content] for t in turns],
+                        vectors=vf.matrix([t.content for t in turns]),
                     )
                     got.update(zip((t.dia_id for t in turns), made, strict=True))
                 ids[c.sample_id] = got
@@ -413,9 +259,9 @@ def run(
             own_ids = set(own.values())
             with open_memory(c.sample_id) as mem:
                 for r in rankers:  # warm-up, untimed: first-use costs of each path
-                    r.rank(mem, c.questions[0].text, vf.vectors[c.questions[0].text])
+                    r.rank(mem, c.questions[0].text, vf[c.questions[0].text])
                 for q in c.questions:
-                    qvec = vf.vectors[q.text]
+                    qvec = vf[q.text]
                     wanted = [own.get(e) for e in q.evidence]  # None: not in the conversation
                     resolvable = any(w is not None for w in wanted)
                     for r in rankers:
@@ -496,17 +342,15 @@ def table(rep: Report) -> str:
         + [f"cat {c} (n={rep.per_category_n[c]})" for c in cats]
         + ["p50 ms", "p95 ms", "reference, raw libraries (all 5 conversations)"]
     )
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = md_head(head)
     for m in rep.modes:
         ref = f"{m.reference[0]:.3f} ({m.reference[1]})" if m.reference else "—"
         lines.append(
-            "| "
-            + " | ".join(
+            md_row(
                 [m.mode, f"**{m.recall_at_10:.3f}**"]
                 + [f"{m.per_category.get(c, float('nan')):.3f}" for c in cats]
                 + [f"{m.latency_p50_ms:.2f}", f"{m.latency_p95_ms:.2f}", ref]
             )
-            + " |"
         )
     emb = rep.query_embedding.get("single_question") or {}
     bad = ", ".join(f"{u['sample_id']} {u['evidence']!r}" for u in rep.unresolvable_evidence)
@@ -583,43 +427,20 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_DATA,
         help=f"folder holding {DATA_FILE} (read in place, never copied)",
     )
-    ap.add_argument(
-        "--modes",
-        default=",".join(DEFAULT_MODES),
-        help=f"comma-separated ranking modes: {', '.join(RANKERS)}",
-    )
-    ap.add_argument(
-        "--ablation",
-        action="store_true",
-        help="also each auto signal alone and the fusion without it (only-X, without-X)",
-    )
-    ap.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
-    ap.add_argument("--quick", action="store_true", help="the first conversation only")
-    ap.add_argument("--tmp", type=Path, default=None, help="parent of the scratch store")
-    ap.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=None,
-        help=f"where vectors are cached (default {cache_dir()}); never inside the repo",
-    )
+    common_args(ap, RANKERS, DEFAULT_MODES, "the first conversation only")
     args = ap.parse_args(argv)
-    names = [m.strip() for m in args.modes.split(",") if m.strip()]
-    if args.ablation:
-        names += [m for m in ABLATION if m not in names]
-    unknown = [m for m in names if m not in RANKERS]
+    names, unknown = chosen_modes(args.modes, args.ablation, RANKERS)
     if unknown or not names:
         ap.error(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(RANKERS)}")
     data_file = args.data / DATA_FILE
     if not data_file.is_file():
         print(f"locomo: skipped: no {DATA_FILE} in {args.data}: {ORIGIN}; pass --data PATH")
         return 0
-    vector_dir = args.cache_dir or cache_dir()
-    if vector_dir.resolve().is_relative_to(REPO):
-        ap.error(f"--cache-dir {vector_dir} is inside the repo; the vectors derive from the data")
-    started = time.perf_counter()
-
-    def log(msg: str) -> None:
-        print(f"[{time.perf_counter() - started:6.1f} s] {msg}", file=sys.stderr, flush=True)
+    try:
+        vector_dir = cache_dir_checked(args.cache_dir)
+    except ValueError as exc:
+        ap.error(str(exc))
+    log = stderr_log()
 
     rep = run(
         args.data,

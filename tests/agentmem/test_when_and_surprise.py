@@ -50,6 +50,9 @@ def test_by_time_ranks_nearest_first_and_drops_when_flat() -> None:
     june = when.Window(month=6)
     assert when.by_time(june, {1: _us(2021, 6, 3), 2: _us(2023, 1, 1)}, [2, 1]) == [1, 2]
     assert when.by_time(win, {1: _us(2023, 5, 2), 2: _us(2023, 5, 9)}, [1, 2]) == []
+    # no candidate inside the window: nearest-first would only order them by age
+    assert when.by_time(win, {1: _us(2023, 1, 5), 2: _us(2023, 6, 10)}, [1, 2]) == []
+    assert when.by_time(june, {1: _us(2021, 7, 3), 2: _us(2023, 1, 1)}, [2, 1]) == []
 
 
 def test_surprise_prefers_the_relevant_outlier() -> None:
@@ -93,3 +96,27 @@ def test_auto_recall_finds_the_turn_of_the_month_the_question_names(
             "Where did Ana go camping in May 2023?", k=3, log=False, weights={"when": 0}
         )
         assert all("when" not in h.ranks for h in off)
+
+
+def test_a_month_no_memory_was_made_in_gives_no_when_list(
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
+) -> None:
+    """The museums visited in February, told in March and April: "in February" is when
+    they happened, not when they were said. No turn lies in February, so the "when"
+    signal stays out instead of ranking the turns nearest to February first."""
+    with open_memory(where, clock, embedder=local_embedder) as mem:
+        told = {}
+        for month, text in (
+            (3, "I visited the modern art museum downtown"),
+            (4, "I went to the science museum with my niece"),
+            (5, "I painted the kitchen walls blue"),
+        ):
+            (told[month],) = mem.add_turns(
+                f"s{month}",
+                [Turn("user", text, created_at=datetime(2023, month, 10, tzinfo=UTC))],
+            )
+        q = "How many museums did I visit in February?"
+        assert when.window(q, NOW) == when.Window(month=2)
+        hits = mem.recall(q, k=3, explain=True, log=False)
+        assert all("when" not in h.ranks for h in hits)
+        assert {h.id for h in hits[:2]} == {told[3], told[4]}

@@ -5,8 +5,8 @@ Rules, no model: an absolute date ("October 13, 2023", "1 February, 2023", "May 
 "in 2023", "in June"), or one relative to the clock ("yesterday", "last week", "last
 month", "last year", "3 days ago"). A month without a year matches that month of any
 year. Candidates are ranked by their distance in time to the window the query names
-(inside it: 0); a query that names no time, or a window every candidate is as far from,
-gives no list.
+(inside it: 0); a query that names no time, a window every candidate is as far from, or
+one no candidate lies inside, gives no list.
 """
 
 from __future__ import annotations
@@ -114,9 +114,15 @@ def window(query: str, now_us: int) -> Window | None:
 
 def by_time(win: Window, created_us: Mapping[int, int], order: Sequence[int]) -> list[int]:
     """``order`` by distance in time to ``win``, nearest first (ties keep ``order``);
-    empty if every candidate is as far."""
+    empty if every candidate is as far, or if none lies inside the window.
+
+    A window no candidate falls in has nothing to say: ranking by distance to it only
+    orders the candidates by age. The time a question names is often when something
+    happened, not when it was said ("the museums I visited in February", told in March),
+    so the nearest turns are no better than any other (LongMemEval dev, run 23 of
+    BENCHMARKS.md)."""
     dist = {lab: win.distance_us(created_us[lab]) for lab in order}
-    if len(set(dist.values())) <= 1:
+    if len(set(dist.values())) <= 1 or 0 not in dist.values():
         return []
     pos = {lab: i for i, lab in enumerate(order)}
     return sorted(order, key=lambda lab: (dist[lab], pos[lab]))
