@@ -24,7 +24,7 @@ from .. import fsrs
 from ..parts import new_memory
 from ..provenance import split_derived
 from ..records import ConsolidationReport
-from . import dedup
+from . import dedup, meaning
 
 if TYPE_CHECKING:
     from ..lifecycle import Lifecycle
@@ -99,13 +99,17 @@ def _expire(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
 
 
 def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
-    """Episodes that recur (``promote_min_duplicates`` near-duplicates) become one
-    semantic memory linked to its sources by ``semantic`` edges."""
+    """Episodes that recur (``promote_min_duplicates`` of them state one fact, in the
+    same words or, by their vectors, in other words: ``meaning``) become one semantic
+    memory linked to its sources by ``semantic`` edges."""
     repo, cfg = mem.repo, mem.config
     episodes = repo.texts_of_type("episodic")
     by_id = {e[0]: e for e in episodes}
-    groups = dedup.near_duplicate_groups(
-        [(e[0], e[2]) for e in episodes], threshold=cfg.near_duplicate_jaccard
+    groups = meaning.recurring_groups(
+        _with_vectors(mem, episodes),
+        jaccard=cfg.near_duplicate_jaccard,
+        cosine=cfg.recurrence_cosine,
+        entities=repo.about_of,
     )
     promoted = linked = 0
     for group in groups:
@@ -152,6 +156,18 @@ def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
             repo.append_history(tx, now_us, [("promote", new_id, {"sources": list(group)})])
         promoted += 1
     return promoted, linked
+
+
+def _with_vectors(
+    mem: Parts, episodes: list[tuple[str, int, str, int, str | None]]
+) -> list[tuple[str, str, bytes | None]]:
+    """(id, text, vector bytes or None) of each episode, in their order. Without a
+    recurrence cosine (above 1.0) no vector is read: the Jaccard rule needs none."""
+    if mem.config.recurrence_cosine > 1.0:
+        return [(e[0], e[2], None) for e in episodes]
+    labels, raw = mem.repo.vectors_of([e[1] for e in episodes])
+    vec = dict(zip(labels, raw, strict=True))
+    return [(e[0], e[2], vec.get(e[1])) for e in episodes]
 
 
 def _merge(mem: Parts, life: Lifecycle, now_us: int, dry_run: bool) -> int:

@@ -1,0 +1,195 @@
+"""Recurring facts, said in the same words or in other words: the groups consolidation
+promotes.
+
+Two memories are one recurring fact when
+
+- their word sets are near-identical (Jaccard >= ``jaccard``, today's rule, ``dedup``),
+  or both hold a vector and their cosine is >= ``cosine`` and they share a content word;
+- and the words that decide a fact agree (``guards.signature``): negation, a changed
+  state, wishes, stance, numbers, dates and times, quantities; for a link by meaning also
+  their names, and the entities the store recorded for them (speaker and ``about``).
+
+Groups are the connected components of those links. Deterministic: ids in, the same
+groups out on every run, process and machine (no random state; cosines near the
+threshold are recomputed as a correctly rounded sum, whose result no summation order
+changes). Sub-quadratic in practice: a pair is only compared by meaning when both texts
+have the same ``signature`` key and share a content word that at most ``BLOCK_MAX`` of
+the texts hold (a word in more of them is too common to single out a fact).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from ...base.errors import InvalidArgumentError
+from . import dedup
+from .guards import Signature, signature
+
+BLOCK_MAX = 256
+"""Texts sharing one content word (and one signature key) that are compared pair by pair;
+a word held by more of them proposes no pair."""
+
+_EXACT_BAND = 1e-6  # cosines this close to the threshold are recomputed exactly
+_CHUNK = 1 << 15  # pairs whose dot products are computed at once (~50 MB of rows)
+
+Entities = Callable[[Sequence[str]], Mapping[str, tuple[str, ...]]]
+"""The recorded entities (speaker, ``about``) of some memories by id."""
+
+_F32 = npt.NDArray[np.float32]
+_I64 = npt.NDArray[np.int64]
+
+
+def recurring_groups(
+    items: Sequence[tuple[str, str, bytes | None]],
+    *,
+    jaccard: float,
+    cosine: float,
+    entities: Entities | None = None,
+) -> list[list[str]]:
+    """Groups (of two or more ids) of ``items`` (id, text, float32 vector bytes or None)
+    that state one fact; see the module. Members keep the order of ``items``; groups
+    are ordered by their first member. ``cosine`` above 1 turns linking by meaning off
+    (today's lexical rule alone).
+
+    Raises InvalidArgumentError if a threshold is out of range or the vectors differ in
+    length.
+    """
+    if not cosine > 0.0:  # also refuses NaN
+        raise InvalidArgumentError(
+            f"cosine must be above 0, got {cosine!r}",
+            hint="pass a cosine such as 0.9 (above 1.0: the lexical rule alone)",
+        )
+    ids = [i for i, _, _ in items]
+    texts = [t for _, t, _ in items]
+    sigs = [signature(t) for t in texts]
+    parent = list(range(len(items)))
+
+    def join(a: int, b: int) -> None:
+        ra, rb = _find(parent, a), _find(parent, b)
+        parent[ra] = parent[rb] = min(ra, rb)
+
+    for a, b in _lexical_links(ids, texts, sigs, jaccard):
+        join(a, b)
+    for a, b in _meaning_links(items, sigs, cosine, entities):
+        join(a, b)
+    by_root: dict[int, list[str]] = {}
+    for k, ident in enumerate(ids):
+        by_root.setdefault(_find(parent, k), []).append(ident)
+    return [g for g in by_root.values() if len(g) >= 2]
+
+
+def _find(parent: list[int], x: int) -> int:
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]  # path halving
+        x = parent[x]
+    return x
+
+
+def _lexical_links(
+    ids: list[str], texts: list[str], sigs: list[Signature], jaccard: float
+) -> list[tuple[int, int]]:
+    """Today's near-duplicate groups, split where the decisive words differ: a group
+    whose members disagree is regrouped within each agreeing part (the same Jaccard
+    rule, so a part falls apart only where its own links do)."""
+    at = {ident: k for k, ident in enumerate(ids)}
+    links: list[tuple[int, int]] = []
+    for group in dedup.near_duplicate_groups(list(zip(ids, texts, strict=True)), jaccard):
+        parts: dict[tuple[str, ...], list[int]] = {}
+        for ident in group:
+            k = at[ident]
+            parts.setdefault(sigs[k].key[:-1], []).append(k)  # names: case is unreliable
+        if len(parts) == 1:
+            members = next(iter(parts.values()))
+            links += [(members[0], k) for k in members[1:]]
+            continue
+        for members in parts.values():
+            if len(members) < 2:
+                continue
+            sub = [(ids[k], texts[k]) for k in members]
+            for g in dedup.near_duplicate_groups(sub, jaccard):
+                links += [(at[g[0]], at[i]) for i in g[1:]]
+    return links
+
+
+def _meaning_links(
+    items: Sequence[tuple[str, str, bytes | None]],
+    sigs: list[Signature],
+    cosine: float,
+    entities: Entities | None,
+) -> list[tuple[int, int]]:
+    """Pairs of vector-holding items with equal keys, a shared content word (not a
+    name) that few items hold, cosine >= ``cosine`` and equal entities."""
+    if cosine > 1.0:
+        return []
+    rows = [k for k, it in enumerate(items) if it[2] is not None]
+    if len(rows) < 2:
+        return []
+    vecs = _unit_rows([items[k][2] for k in rows])  # type: ignore[misc]
+    pairs = _candidate_pairs(rows, sigs)
+    if not len(pairs):
+        return []
+    pos = {k: p for p, k in enumerate(rows)}
+    a = np.asarray([pos[k] for k in pairs[:, 0].tolist()], dtype=np.int64)
+    b = np.asarray([pos[k] for k in pairs[:, 1].tolist()], dtype=np.int64)
+    cos = _dots(vecs, a, b)
+    near = np.abs(cos - cosine) < _EXACT_BAND
+    for j in np.flatnonzero(near).tolist():
+        cos[j] = math.fsum((vecs[a[j]].astype(np.float64) * vecs[b[j]]).tolist())
+    kept = [(x, y) for (x, y), c in zip(pairs.tolist(), cos.tolist(), strict=True) if c >= cosine]
+    if entities is None or not kept:
+        return kept
+    seen = entities(sorted({items[k][0] for pair in kept for k in pair}))
+    return [(x, y) for x, y in kept if seen.get(items[x][0], ()) == seen.get(items[y][0], ())]
+
+
+def _unit_rows(raw: Sequence[bytes]) -> _F32:
+    """The vectors as unit float32 rows (an API embedder's need not be normalised)."""
+    dims = {len(v) for v in raw}
+    if len(dims) != 1:
+        raise InvalidArgumentError(
+            "memory vectors differ in length", hint="re-embed the scope with one model"
+        )
+    m = np.frombuffer(b"".join(raw), dtype=np.float32).reshape(len(raw), -1)
+    norm = np.linalg.norm(m, axis=1, keepdims=True)
+    return (m / np.where(norm > 0, norm, 1.0)).astype(np.float32)
+
+
+def _candidate_pairs(rows: list[int], sigs: list[Signature]) -> _I64:
+    """(x, y), x < y, of items that share a key and a content word other than a name
+    held by at most ``BLOCK_MAX`` items of that key; each pair once, sorted."""
+    blocks: dict[tuple[tuple[str, ...], str], list[int]] = {}
+    for k in rows:
+        key = sigs[k].key
+        # A shared name says who, not what: the key holds the names already.
+        for word in sigs[k].content.difference(key[-1].split(",")):
+            blocks.setdefault((key, word), []).append(k)
+    parts: list[_I64] = []
+    for members in blocks.values():
+        n = len(members)
+        if n < 2 or n > BLOCK_MAX:
+            continue
+        m = np.asarray(members, dtype=np.int64)
+        i, j = np.triu_indices(n, 1)
+        parts.append(np.stack([m[i], m[j]], axis=1))
+    if not parts:
+        return np.empty((0, 2), dtype=np.int64)
+    pairs = np.concatenate(parts)
+    pairs.sort(axis=1)
+    return np.unique(pairs, axis=0)
+
+
+def _dots(vecs: _F32, a: _I64, b: _I64) -> npt.NDArray[np.float64]:
+    """Cosine of each (a[k], b[k]) row pair, in float64, a chunk at a time."""
+    out = np.empty(len(a), dtype=np.float64)
+    for s in range(0, len(a), _CHUNK):
+        x = vecs[a[s : s + _CHUNK]].astype(np.float64)
+        y = vecs[b[s : s + _CHUNK]].astype(np.float64)
+        out[s : s + _CHUNK] = np.einsum("ij,ij->i", x, y)
+    return out
+
+
+__all__ = ["BLOCK_MAX", "Entities", "recurring_groups"]
