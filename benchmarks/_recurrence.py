@@ -46,14 +46,21 @@ def figures_at(n: int, trials: int) -> list[Any]:
 
     cfg = StoreConfig()
     corpus = am.make_corpus(n)
-    items = [(f"m{i:07d}", t, corpus.vectors[i].tobytes()) for i, t in enumerate(corpus.texts)]
-    words = [(i, t) for i, t, _ in items]
+    words = [(f"m{i:07d}", t) for i, t in enumerate(corpus.texts)]
+    row = {ident: i for i, (ident, _) in enumerate(words)}
+
+    def vectors(ids: Any) -> dict[str, bytes]:
+        return {i: corpus.vectors[row[i]].tobytes() for i in ids}
+
     before_s, before = _time(
         lambda: near_duplicate_groups(words, threshold=cfg.near_duplicate_jaccard), trials
     )
     after_s, after = _time(
         lambda: recurring_groups(
-            items, jaccard=cfg.near_duplicate_jaccard, cosine=cfg.recurrence_cosine
+            words,
+            jaccard=cfg.near_duplicate_jaccard,
+            cosine=cfg.recurrence_cosine,
+            vectors=vectors,
         ),
         trials,
     )

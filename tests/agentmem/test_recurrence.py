@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from agentzero_store import LocalEmbedder
-from agentzero_store.agentmem.consolidation.meaning import recurring_groups
+from agentzero_store.agentmem.consolidation.meaning import Entities, recurring_groups
 from agentzero_store.base.config import StoreConfig
 
 from . import recurrence_labels as labels
@@ -52,11 +52,29 @@ def _items(
     return [(f"{prefix}{i}", t, vecs[i].tobytes()) for i, t in enumerate(texts)]
 
 
+def _groups(
+    items: list[tuple[str, str, bytes | None]],
+    *,
+    jaccard: float = JACCARD,
+    cosine: float = COSINE,
+    entities: Entities | None = None,
+) -> list[list[str]]:
+    """``recurring_groups`` of (id, text, vector bytes or None) items."""
+    table = {i: v for i, _, v in items if v is not None}
+    return recurring_groups(
+        [(i, t) for i, t, _ in items],
+        jaccard=jaccard,
+        cosine=cosine,
+        vectors=lambda ids: {i: table[i] for i in ids if i in table},
+        entities=entities,
+    )
+
+
 def test_the_same_fact_in_three_wordings_is_one_group(local_embedder: LocalEmbedder) -> None:
     items = _items(local_embedder, OAT)
-    assert recurring_groups(items, jaccard=JACCARD, cosine=COSINE) == [["m0", "m1", "m2"]]
+    assert _groups(items) == [["m0", "m1", "m2"]]
     # Today's rule alone (no cosine) sees three different sentences.
-    assert recurring_groups(items, jaccard=JACCARD, cosine=1.5) == []
+    assert _groups(items, cosine=1.5) == []
 
 
 @pytest.mark.parametrize(("a", "b"), APART)
@@ -66,17 +84,17 @@ def test_different_facts_close_in_meaning_never_merge(
     items = _items(local_embedder, [a, b])
     va, vb = (np.frombuffer(v or b"", np.float32) for _, _, v in items)
     assert float(va @ vb) >= 0.78  # close: a cosine alone would take them for one fact
-    assert recurring_groups(items, jaccard=JACCARD, cosine=COSINE) == []
+    assert _groups(items) == []
     # Nor at a lower cosine: the words that decide the fact differ.
-    assert recurring_groups(items, jaccard=JACCARD, cosine=0.5) == []
+    assert _groups(items, cosine=0.5) == []
 
 
 def test_the_lexical_rule_keeps_a_negated_near_duplicate_apart() -> None:
     said = "I like to read long science fiction novels on the train to work every day"
     items = [("a", said, None), ("b", said.replace("I like", "I don't like"), None)]
-    assert recurring_groups(items, jaccard=0.8, cosine=COSINE) == []
+    assert _groups(items, jaccard=0.8) == []
     items = [("a", said, None), ("b", said.replace("train", "bus"), None)]
-    assert recurring_groups(items, jaccard=0.8, cosine=COSINE) == [["a", "b"]]
+    assert _groups(items, jaccard=0.8) == [["a", "b"]]
 
 
 def test_groups_are_the_same_in_another_process(
@@ -84,15 +102,17 @@ def test_groups_are_the_same_in_another_process(
 ) -> None:
     texts = OAT + [a for pair in APART for a in pair] + OAT[:1]
     items = _items(local_embedder, texts)
-    here = recurring_groups(items, jaccard=JACCARD, cosine=COSINE)
-    assert here == recurring_groups(items, jaccard=JACCARD, cosine=COSINE)
+    here = _groups(items)
+    assert here == _groups(items)
     dump = tmp_path / "items.json"
     dump.write_text(json.dumps([[i, t, (v or b"").hex()] for i, t, v in items]))
     code = (
         "import json, sys\n"
         "from agentzero_store.agentmem.consolidation.meaning import recurring_groups\n"
-        "items = [(i, t, bytes.fromhex(v)) for i, t, v in json.load(open(sys.argv[1]))]\n"
-        f"print(json.dumps(recurring_groups(items, jaccard={JACCARD}, cosine={COSINE})))\n"
+        "items = json.load(open(sys.argv[1]))\n"
+        "table = {i: bytes.fromhex(v) for i, _, v in items}\n"
+        "print(json.dumps(recurring_groups([(i, t) for i, t, _ in items], "
+        f"jaccard={JACCARD}, cosine={COSINE}, vectors=lambda ids: {{i: table[i] for i in ids}})))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(dump)], capture_output=True, text=True, check=True
@@ -142,7 +162,7 @@ def test_other_speakers_saying_it_are_not_one_fact(
     ]
     # By their words and vectors alone, the three are one fact...
     items = _items(local_embedder, [t for _, t in said])
-    assert recurring_groups(items, jaccard=JACCARD, cosine=COSINE) == [["m0", "m1", "m2"]]
+    assert _groups(items) == [["m0", "m1", "m2"]]
     # ... but Bo's is about Bo: the store's speakers keep it apart, so no three recur.
     with open_memory(where, clock, embedder=local_embedder) as mem:
         for who, text in said:
@@ -179,7 +199,7 @@ def test_precision_on_labelled_dev_pairs(local_embedder: LocalEmbedder) -> None:
 
     def linked(a: str, b: str, cosine: float) -> bool:
         items = [(i, said[i][0], vecs[i].astype(np.float32).tobytes()) for i in (a, b)]
-        return bool(recurring_groups(items, jaccard=JACCARD, cosine=cosine, entities=speakers))
+        return bool(_groups(items, cosine=cosine, entities=speakers))
 
     proposed = [same for a, b, same in labels.LABELS if linked(a, b, COSINE)]
     assert len(labels.LABELS) >= 150

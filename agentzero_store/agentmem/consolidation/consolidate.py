@@ -13,7 +13,7 @@ which the end of the run (or, after a crash, the next open) finishes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -105,10 +105,18 @@ def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
     repo, cfg = mem.repo, mem.config
     episodes = repo.texts_of_type("episodic")
     by_id = {e[0]: e for e in episodes}
+    label_of = {e[0]: e[1] for e in episodes}
+
+    def vectors(ids: Sequence[str]) -> dict[str, bytes]:
+        labels, raw = repo.vectors_of([label_of[i] for i in ids])
+        id_of = {label_of[i]: i for i in ids}
+        return {id_of[label]: v for label, v in zip(labels, raw, strict=True)}
+
     groups = meaning.recurring_groups(
-        _with_vectors(mem, episodes),
+        [(e[0], e[2]) for e in episodes],
         jaccard=cfg.near_duplicate_jaccard,
         cosine=cfg.recurrence_cosine,
+        vectors=vectors,
         entities=repo.about_of,
     )
     promoted = linked = 0
@@ -156,18 +164,6 @@ def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
             repo.append_history(tx, now_us, [("promote", new_id, {"sources": list(group)})])
         promoted += 1
     return promoted, linked
-
-
-def _with_vectors(
-    mem: Parts, episodes: list[tuple[str, int, str, int, str | None]]
-) -> list[tuple[str, str, bytes | None]]:
-    """(id, text, vector bytes or None) of each episode, in their order. Without a
-    recurrence cosine (above 1.0) no vector is read: the Jaccard rule needs none."""
-    if mem.config.recurrence_cosine > 1.0:
-        return [(e[0], e[2], None) for e in episodes]
-    labels, raw = mem.repo.vectors_of([e[1] for e in episodes])
-    vec = dict(zip(labels, raw, strict=True))
-    return [(e[0], e[2], vec.get(e[1])) for e in episodes]
 
 
 def _merge(mem: Parts, life: Lifecycle, now_us: int, dry_run: bool) -> int:

@@ -145,13 +145,27 @@ _COMMON = (
         " shouldn haven hasn"
         " did"
     )
+    | frozenset("abcdefghijklmnopqrstuvwxyz")  # a letter alone ("s" of "Ana's")
 )
 """Words that start sentences without being names (a capitalised first word that is not
 one of these counts as a name)."""
 
 _DIGIT = re.compile(r"\d")
-_ASCII_CAPITAL = re.compile(r"(?<![\w'’])[A-Z][\w'’-]*")
-_CAPITAL = re.compile(r"(?<![\w'’])[^\W\d_][\w'’-]*")
+# A capitalised word up to an apostrophe ("Ana's" is "Ana"): on ASCII text the pattern
+# finds only capitalised words, so most texts cost one or two matches.
+_ASCII_CAPITAL = re.compile(r"(?<![\w'’])[A-Z][\w-]*")
+_CAPITAL = re.compile(r"(?<![\w'’])[^\W\d_][\w-]*")
+_KEY_WORDS = (
+    _NEGATION
+    | _CHANGE
+    | _WISH
+    | _LIKE
+    | _DISLIKE
+    | _NUMBER_SET
+    | _QUANTITY
+    | frozenset(_TIME_FORMS)
+)
+_NO_KEY = ("", "", "", "", "", "", "")
 
 
 @dataclass(frozen=True)
@@ -169,13 +183,12 @@ def names(text: str) -> frozenset[str]:
     words (``_COMMON``: so "Honestly," starting a sentence, or "Monday", is none).
     "I" (and "I'm", "I've") is never a name."""
     found: set[str] = set()
-    # ASCII text: the regex finds only capitalised words (most texts have one or two).
-    pattern = _ASCII_CAPITAL if text.isascii() else _CAPITAL
-    for match in pattern.finditer(text):
-        head = re.split(r"['’]", match.group())[0].rstrip("-")
-        if not head or not head[0].isupper() or head == "I":
+    ascii_text = text.isascii()
+    for match in (_ASCII_CAPITAL if ascii_text else _CAPITAL).finditer(text):
+        head = match.group().rstrip("-")
+        if head == "I" or not head[0].isupper():
             continue
-        folded = head.casefold()
+        folded = head.lower() if ascii_text else head.casefold()
         if folded not in _COMMON:  # a common word starts a sentence, or is a weekday
             found.add(folded)
     return frozenset(found)
@@ -184,24 +197,28 @@ def names(text: str) -> frozenset[str]:
 def signature(text: str) -> Signature:
     """The ``Signature`` of ``text`` (see the module)."""
     words = tokens(text)
-    numbers = {_NUMBER_WORDS[w] for w in words & _NUMBER_SET}
     content = words - _COMMON
-    if _DIGIT.search(text):
-        digits = {w for w in words if _DIGIT.search(w)}
-        numbers |= digits
-        content -= digits
-    stance = ("+" if words & _LIKE else "") + ("-" if words & _DISLIKE else "")
-    key = (
-        "neg" if words & _NEGATION else "",
-        "was" if words & _CHANGE else "",
-        "wish" if words & _WISH else "",
-        stance,
-        ",".join(sorted(numbers)),
-        ",".join(sorted({_TIME_FORMS[w] for w in words & _TIME_FORMS.keys()})),
-        ",".join(sorted(words & _QUANTITY)),
-        ",".join(sorted(names(text))),
+    digits = (
+        {w for w in words if not w.isalpha() and _DIGIT.search(w)} if _DIGIT.search(text) else set()
     )
-    return Signature(key, frozenset(w for w in content if len(w) > 1))
+    hits = words & _KEY_WORDS
+    if hits or digits:
+        content -= digits
+        numbers = digits | {_NUMBER_WORDS[w] for w in hits & _NUMBER_SET}
+        stance = ("+" if hits & _LIKE else "") + ("-" if hits & _DISLIKE else "")
+        decisive: tuple[str, ...] = (
+            "neg" if hits & _NEGATION else "",
+            "was" if hits & _CHANGE else "",
+            "wish" if hits & _WISH else "",
+            stance,
+            ",".join(sorted(numbers)),
+            ",".join(sorted({_TIME_FORMS[w] for w in hits & _TIME_FORMS.keys()})),
+            ",".join(sorted(hits & _QUANTITY)),
+        )
+    else:
+        decisive = _NO_KEY  # most texts: none of the decisive words
+    key = (*decisive, ",".join(sorted(names(text))))
+    return Signature(key, frozenset(content))
 
 
 __all__ = ["Signature", "names", "signature"]

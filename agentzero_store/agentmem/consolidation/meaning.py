@@ -33,8 +33,15 @@ BLOCK_MAX = 256
 """Texts sharing one content word (and one signature key) that are compared pair by pair;
 a word held by more of them proposes no pair."""
 
+SMALL_PART = 64
+"""A near-duplicate group split by its decisive words is regrouped pair by pair in parts
+of up to this many texts, by ``dedup.near_duplicate_groups`` in larger ones."""
+
 _EXACT_BAND = 1e-6  # cosines this close to the threshold are recomputed exactly
 _CHUNK = 1 << 15  # pairs whose dot products are computed at once (~50 MB of rows)
+
+Vectors = Callable[[Sequence[str]], Mapping[str, bytes]]
+"""The stored float32 vectors (as bytes) of those of some memories that have one."""
 
 Entities = Callable[[Sequence[str]], Mapping[str, tuple[str, ...]]]
 """The recorded entities (speaker, ``about``) of some memories by id."""
@@ -44,18 +51,20 @@ _I64 = npt.NDArray[np.int64]
 
 
 def recurring_groups(
-    items: Sequence[tuple[str, str, bytes | None]],
+    items: Sequence[tuple[str, str]],
     *,
     jaccard: float,
     cosine: float,
+    vectors: Vectors | None = None,
     entities: Entities | None = None,
 ) -> list[list[str]]:
-    """Groups (of two or more ids) of ``items`` (id, text, float32 vector bytes or None)
-    that state one fact; see the module. Members keep the order of ``items``; groups
-    are ordered by their first member. ``cosine`` above 1 turns linking by meaning off
-    (today's lexical rule alone).
+    """Groups (of two or more ids) of ``items`` (id, text) that state one fact; see the
+    module. Members keep the order of ``items``; groups are ordered by their first
+    member. ``vectors`` gives the float32 vector bytes of the ids asked (only those a
+    pair by meaning could join are asked; an id without one is left to the word rule);
+    without it, or with ``cosine`` above 1, the word rule alone links.
 
-    Raises InvalidArgumentError if a threshold is out of range or the vectors differ in
+    Raises InvalidArgumentError if ``cosine`` is not above 0 or the vectors differ in
     length.
     """
     if not cosine > 0.0:  # also refuses NaN
@@ -63,8 +72,8 @@ def recurring_groups(
             f"cosine must be above 0, got {cosine!r}",
             hint="pass a cosine such as 0.9 (above 1.0: the lexical rule alone)",
         )
-    ids = [i for i, _, _ in items]
-    texts = [t for _, t, _ in items]
+    ids = [i for i, _ in items]
+    texts = [t for _, t in items]
     sigs = [signature(t) for t in texts]
     parent = list(range(len(items)))
 
@@ -74,8 +83,9 @@ def recurring_groups(
 
     for a, b in _lexical_links(ids, texts, sigs, jaccard):
         join(a, b)
-    for a, b in _meaning_links(items, sigs, cosine, entities):
-        join(a, b)
+    if vectors is not None and cosine <= 1.0:
+        for a, b in _meaning_links(ids, sigs, cosine, vectors, entities):
+            join(a, b)
     by_root: dict[int, list[str]] = {}
     for k, ident in enumerate(ids):
         by_root.setdefault(_find(parent, k), []).append(ident)
@@ -107,34 +117,46 @@ def _lexical_links(
             links += [(members[0], k) for k in members[1:]]
             continue
         for members in parts.values():
-            if len(members) < 2:
+            if len(members) > SMALL_PART:
+                sub = [(ids[k], texts[k]) for k in members]
+                for g in dedup.near_duplicate_groups(sub, jaccard):
+                    links += [(at[g[0]], at[i]) for i in g[1:]]
                 continue
-            sub = [(ids[k], texts[k]) for k in members]
-            for g in dedup.near_duplicate_groups(sub, jaccard):
-                links += [(at[g[0]], at[i]) for i in g[1:]]
+            # Pair by pair: the same exact test, without MinHash's fixed cost.
+            sets = [dedup.tokens(texts[k]) for k in members]
+            links += [
+                (members[x], members[y])
+                for y in range(1, len(members))
+                for x in range(y)
+                if dedup.jaccard(sets[x], sets[y]) >= jaccard
+            ]
     return links
 
 
 def _meaning_links(
-    items: Sequence[tuple[str, str, bytes | None]],
+    ids: list[str],
     sigs: list[Signature],
     cosine: float,
+    vectors: Vectors,
     entities: Entities | None,
 ) -> list[tuple[int, int]]:
-    """Pairs of vector-holding items with equal keys, a shared content word (not a
-    name) that few items hold, cosine >= ``cosine`` and equal entities."""
-    if cosine > 1.0:
-        return []
-    rows = [k for k, it in enumerate(items) if it[2] is not None]
-    if len(rows) < 2:
-        return []
-    vecs = _unit_rows([items[k][2] for k in rows])  # type: ignore[misc]
-    pairs = _candidate_pairs(rows, sigs)
+    """Pairs of items with equal keys, a shared content word (not a name) that few
+    items hold, vectors at cosine >= ``cosine`` and equal entities."""
+    pairs = _candidate_pairs(sigs)
     if not len(pairs):
         return []
-    pos = {k: p for p, k in enumerate(rows)}
-    a = np.asarray([pos[k] for k in pairs[:, 0].tolist()], dtype=np.int64)
-    b = np.asarray([pos[k] for k in pairs[:, 1].tolist()], dtype=np.int64)
+    # Only the vectors a candidate pair needs are read (a fraction of a large scope).
+    wanted = np.unique(pairs).tolist()
+    got = vectors([ids[k] for k in wanted])
+    rows = [k for k in wanted if got.get(ids[k]) is not None]
+    pos = np.full(len(ids), -1, dtype=np.int64)
+    pos[rows] = np.arange(len(rows))
+    a, b = pos[pairs[:, 0]], pos[pairs[:, 1]]
+    has = (a >= 0) & (b >= 0)
+    pairs, a, b = pairs[has], a[has], b[has]
+    if not len(pairs):
+        return []
+    vecs = _unit_rows([got[ids[k]] for k in rows])
     cos = _dots(vecs, a, b)
     near = np.abs(cos - cosine) < _EXACT_BAND
     for j in np.flatnonzero(near).tolist():
@@ -142,33 +164,43 @@ def _meaning_links(
     kept = [(x, y) for (x, y), c in zip(pairs.tolist(), cos.tolist(), strict=True) if c >= cosine]
     if entities is None or not kept:
         return kept
-    seen = entities(sorted({items[k][0] for pair in kept for k in pair}))
-    return [(x, y) for x, y in kept if seen.get(items[x][0], ()) == seen.get(items[y][0], ())]
+    seen = entities(sorted({ids[k] for pair in kept for k in pair}))
+    return [(x, y) for x, y in kept if seen.get(ids[x], ()) == seen.get(ids[y], ())]
 
 
 def _unit_rows(raw: Sequence[bytes]) -> _F32:
     """The vectors as unit float32 rows (an API embedder's need not be normalised)."""
-    dims = {len(v) for v in raw}
-    if len(dims) != 1:
+    if len({len(v) for v in raw}) != 1:
         raise InvalidArgumentError(
             "memory vectors differ in length", hint="re-embed the scope with one model"
         )
-    m = np.frombuffer(b"".join(raw), dtype=np.float32).reshape(len(raw), -1)
+    m = np.empty((len(raw), len(raw[0]) // 4), dtype=np.float32)
+    for k, v in enumerate(raw):
+        m[k] = np.frombuffer(v, dtype=np.float32)
     norm = np.linalg.norm(m, axis=1, keepdims=True)
-    return (m / np.where(norm > 0, norm, 1.0)).astype(np.float32)
+    m /= np.where(norm > 0, norm, 1.0)
+    return m
 
 
-def _candidate_pairs(rows: list[int], sigs: list[Signature]) -> _I64:
+def _candidate_pairs(sigs: list[Signature]) -> _I64:
     """(x, y), x < y, of items that share a key and a content word other than a name
     held by at most ``BLOCK_MAX`` items of that key; each pair once, sorted."""
-    blocks: dict[tuple[tuple[str, ...], str], list[int]] = {}
-    for k in rows:
-        key = sigs[k].key
-        # A shared name says who, not what: the key holds the names already.
-        for word in sigs[k].content.difference(key[-1].split(",")):
-            blocks.setdefault((key, word), []).append(k)
+    by_key: dict[tuple[str, ...], list[int]] = {}
+    for k, sig in enumerate(sigs):
+        by_key.setdefault(sig.key, []).append(k)
+    blocks: list[list[int]] = []
+    for key, same in by_key.items():
+        if len(same) < 2:
+            continue  # most keys: one text (its numbers, dates or names are its own)
+        by_word: dict[str, list[int]] = {}
+        named = key[-1].split(",")
+        for k in same:
+            # A shared name says who, not what: the key holds the names already.
+            for word in sigs[k].content.difference(named):
+                by_word.setdefault(word, []).append(k)
+        blocks += by_word.values()
     parts: list[_I64] = []
-    for members in blocks.values():
+    for members in blocks:
         n = len(members)
         if n < 2 or n > BLOCK_MAX:
             continue
@@ -192,4 +224,4 @@ def _dots(vecs: _F32, a: _I64, b: _I64) -> npt.NDArray[np.float64]:
     return out
 
 
-__all__ = ["BLOCK_MAX", "Entities", "recurring_groups"]
+__all__ = ["BLOCK_MAX", "Entities", "Vectors", "recurring_groups"]
