@@ -7,6 +7,7 @@ are forgotten."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 from agentzero_store import LocalEmbedder
-from agentzero_store.agentmem.consolidation.meaning import Entities, recurring_groups
+from agentzero_store.agentmem.consolidation.meaning import Entities, exact_cosine, recurring_groups
 from agentzero_store.base.config import StoreConfig
 
 from . import recurrence_labels as labels
@@ -119,6 +120,18 @@ def test_groups_are_the_same_in_another_process(
     )
     assert json.loads(out.stdout) == here
     assert here == [[f"m{i}" for i, t in enumerate(texts) if t in OAT]]
+
+
+def test_a_pair_exactly_at_the_threshold_is_decided_by_theexact_cosine(
+    local_embedder: LocalEmbedder,
+) -> None:
+    """At the threshold's last bit the verdict is the correctly rounded cosine's, not
+    whatever a CPU's summation order gave (the same on every machine)."""
+    items = _items(local_embedder, OAT[:2])
+    va, vb = (np.frombuffer(v or b"", np.float32) for _, _, v in items)
+    at = exact_cosine(va, vb)
+    assert _groups(items, cosine=at) == [["m0", "m1"]]
+    assert _groups(items, cosine=math.nextafter(at, 2.0)) == []
 
 
 def test_three_wordings_promote_to_one_semantic_memory_once(

@@ -10,11 +10,12 @@ Two memories are one recurring fact when
   their names, and the entities the store recorded for them (speaker and ``about``).
 
 Groups are the connected components of those links. Deterministic: ids in, the same
-groups out on every run, process and machine (no random state; cosines near the
-threshold are recomputed as a correctly rounded sum, whose result no summation order
-changes). Sub-quadratic in practice: a pair is only compared by meaning when both texts
-have the same ``signature`` key and share a content word that at most ``BLOCK_MAX`` of
-the texts hold (a word in more of them is too common to single out a fact).
+groups out on every run, process and machine (no random state; a cosine within 1e-6
+of the threshold is recomputed from correctly rounded sums, which no summation order
+changes; the vectors are used as stored, not rescaled first). Sub-quadratic in
+practice: a pair is only compared by meaning when both texts have the same
+``signature`` key and share a content word that at most ``BLOCK_MAX`` of the texts hold
+(a word in more of them is too common to single out a fact).
 """
 
 from __future__ import annotations
@@ -156,11 +157,13 @@ def _meaning_links(
     pairs, a, b = pairs[has], a[has], b[has]
     if not len(pairs):
         return []
-    vecs = _unit_rows([got[ids[k]] for k in rows])
-    cos = _dots(vecs, a, b)
+    vecs = _rows([got[ids[k]] for k in rows])
+    norms = np.linalg.norm(vecs.astype(np.float64), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cos = np.nan_to_num(_dots(vecs, a, b) / (norms[a] * norms[b]))
     near = np.abs(cos - cosine) < _EXACT_BAND
     for j in np.flatnonzero(near).tolist():
-        cos[j] = math.fsum((vecs[a[j]].astype(np.float64) * vecs[b[j]]).tolist())
+        cos[j] = exact_cosine(vecs[a[j]], vecs[b[j]])
     kept = [(x, y) for (x, y), c in zip(pairs.tolist(), cos.tolist(), strict=True) if c >= cosine]
     if entities is None or not kept:
         return kept
@@ -168,8 +171,8 @@ def _meaning_links(
     return [(x, y) for x, y in kept if seen.get(ids[x], ()) == seen.get(ids[y], ())]
 
 
-def _unit_rows(raw: Sequence[bytes]) -> _F32:
-    """The vectors as unit float32 rows (an API embedder's need not be normalised)."""
+def _rows(raw: Sequence[bytes]) -> _F32:
+    """The vectors as float32 rows."""
     if len({len(v) for v in raw}) != 1:
         raise InvalidArgumentError(
             "memory vectors differ in length", hint="re-embed the scope with one model"
@@ -177,9 +180,16 @@ def _unit_rows(raw: Sequence[bytes]) -> _F32:
     m = np.empty((len(raw), len(raw[0]) // 4), dtype=np.float32)
     for k, v in enumerate(raw):
         m[k] = np.frombuffer(v, dtype=np.float32)
-    norm = np.linalg.norm(m, axis=1, keepdims=True)
-    m /= np.where(norm > 0, norm, 1.0)
     return m
+
+
+def exact_cosine(x: _F32, y: _F32) -> float:
+    """The cosine of two float32 vectors, the same on every machine: each product of two
+    float32 is exact in float64 and ``math.fsum`` rounds their sum correctly, whatever
+    order a CPU's vector unit would add them in; sqrt and division are IEEE-exact."""
+    a, b = x.astype(np.float64), y.astype(np.float64)
+    xy, xx, yy = (math.fsum((u * v).tolist()) for u, v in ((a, b), (a, a), (b, b)))
+    return xy / math.sqrt(xx * yy) if xx > 0 and yy > 0 else 0.0
 
 
 def _candidate_pairs(sigs: list[Signature]) -> _I64:
@@ -215,7 +225,7 @@ def _candidate_pairs(sigs: list[Signature]) -> _I64:
 
 
 def _dots(vecs: _F32, a: _I64, b: _I64) -> npt.NDArray[np.float64]:
-    """Cosine of each (a[k], b[k]) row pair, in float64, a chunk at a time."""
+    """Dot product of each (a[k], b[k]) row pair, in float64, a chunk at a time."""
     out = np.empty(len(a), dtype=np.float64)
     for s in range(0, len(a), _CHUNK):
         x = vecs[a[s : s + _CHUNK]].astype(np.float64)
@@ -224,4 +234,4 @@ def _dots(vecs: _F32, a: _I64, b: _I64) -> npt.NDArray[np.float64]:
     return out
 
 
-__all__ = ["BLOCK_MAX", "Entities", "Vectors", "recurring_groups"]
+__all__ = ["BLOCK_MAX", "Entities", "Vectors", "exact_cosine", "recurring_groups"]
