@@ -14,7 +14,9 @@ throughput of both; also ``benchmarks/_coldstart.py`` alone), pg (the memory sto
 PostgreSQL + pgvector beside the SQLCipher store: ingest, scoped semantic and hybrid
 recall, 4 writer processes; skipped, saying why, when no server can start), pgagent
 (AgentMemory on PostgreSQL beside a data dir: add_turns, recall, consolidate, 4 agents
-writing at once; skipped like pg), frameworks (the LangGraph adapters beside LangGraph's
+writing at once; skipped like pg), recurrence (promotion's grouping of recurring episodes by
+meaning beside today's word-set rule alone, 10k and 100k memories; ``benchmarks/_recurrence.py``),
+frameworks (the LangGraph adapters beside LangGraph's
 plaintext SqliteSaver and SqliteStore: checkpoint put and get_tuple, store put and a
 text-query search over 10k items; ``benchmarks/_frameworks_langgraph.py``), sessions
 (the Agents SDK session, AgentZeroSession, beside the SDK's plaintext SQLiteSession:
@@ -49,7 +51,7 @@ sys.path[:0] = [str(HERE), str(REPO)]
 from _harness import Figure, Skipped, table  # noqa: E402
 
 GROUPS = ("memory", "rss", "chroma", "lancedb", "bm25", "blinded", "scifact", "ledger",
-          "locomo", "agentmem", "tiers", "coldstart", "pg", "pgagent", "frameworks",
+          "locomo", "agentmem", "tiers", "recurrence", "coldstart", "pg", "pgagent", "frameworks",
           "sessions")
 NEEDS_MEMORY = {"memory", "rss", "chroma", "lancedb"}  # groups that reuse the filled memory store
 
@@ -149,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
 
             progress("agentmem: add_turn(s), consolidate and recall beside the memory store")
             figures += _agentmem.run(Path(tmp), quick=args.quick, n=args.n, progress=progress)
+        if "recurrence" in args.groups:
+            import _recurrence
+
+            progress("recurrence: promotion's grouping by meaning vs by words only")
+            figures += _recurrence.run(Path(tmp), quick=args.quick, n=args.n, progress=progress)
         if "tiers" in args.groups:
             import _tiers
 

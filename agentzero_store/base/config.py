@@ -73,6 +73,10 @@ class StoreConfig:
     forget_undo_days: float = 7.0  # a soft forget can be undone this long
     promote_min_duplicates: int = 3  # episodic near-duplicates that make a semantic fact
     near_duplicate_jaccard: float = 0.85  # word-set Jaccard at which texts are duplicates
+    # Cosine of their vectors at which two episodes say one recurring fact in other words
+    # (with their negation, numbers, dates, quantities and names equal; chosen on labelled
+    # dev pairs, see consolidation/meaning.py). Above 1.0: the Jaccard rule alone.
+    recurrence_cosine: float = 0.925
     access_flush_every: int = 256  # recall accesses buffered before one write
     # Agent recall, mode "auto": weighted RRF, sum of w_r / (k + rank_r), over the signals
     # below (tuned on the LoCoMo dev half, then checked on the LongMemEval_S dev half; see

@@ -13,7 +13,7 @@ which the end of the run (or, after a crash, the next open) finishes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,7 @@ from .. import fsrs
 from ..parts import new_memory
 from ..provenance import split_derived
 from ..records import ConsolidationReport
-from . import dedup
+from . import dedup, meaning
 
 if TYPE_CHECKING:
     from ..lifecycle import Lifecycle
@@ -100,13 +100,25 @@ def _expire(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
 
 
 def _promote(mem: Parts, now_us: int, dry_run: bool) -> tuple[int, int]:
-    """Episodes that recur (``promote_min_duplicates`` near-duplicates) become one
-    semantic memory linked to its sources by ``semantic`` edges."""
+    """Episodes that recur (``promote_min_duplicates`` of them state one fact, in the
+    same words or, by their vectors, in other words: ``meaning``) become one semantic
+    memory linked to its sources by ``semantic`` edges."""
     repo, cfg = mem.repo, mem.config
     episodes = repo.texts_of_type("episodic")
     by_id = {e[0]: e for e in episodes}
-    groups = dedup.near_duplicate_groups(
-        [(e[0], e[2]) for e in episodes], threshold=cfg.near_duplicate_jaccard
+    label_of = {e[0]: e[1] for e in episodes}
+
+    def vectors(ids: Sequence[str]) -> dict[str, bytes]:
+        labels, raw = repo.vectors_of([label_of[i] for i in ids])
+        id_of = {label_of[i]: i for i in ids}
+        return {id_of[label]: v for label, v in zip(labels, raw, strict=True)}
+
+    groups = meaning.recurring_groups(
+        [(e[0], e[2]) for e in episodes],
+        jaccard=cfg.near_duplicate_jaccard,
+        cosine=cfg.recurrence_cosine,
+        vectors=vectors,
+        entities=repo.about_of,
     )
     promoted = linked = 0
     for group in groups:
