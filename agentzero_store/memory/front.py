@@ -48,12 +48,39 @@ class StoreFront(MemoryWrites, MemoryRecall):
         self.close()
 
     def append(self, entry: MemoryEntry) -> str:
-        """Store ``entry`` (embedding it if the store has an embedder); returns its id.
-        Durable when it returns (the backend's commit: SQLite fsyncs its WAL)."""
+        """Store one memory; durable when it returns (the backend's commit: SQLite
+        fsyncs its WAL).
+
+        Args:
+            entry: The memory: its text, role, scope (org, agent, conversation), kind,
+                source, metadata and optional expiry. Embedded when the store has an
+                embedder.
+
+        Returns:
+            The new memory's id.
+
+        Raises:
+            InvalidArgumentError: Empty or oversized text, an invalid scope name or a
+                naive datetime.
+            EmbedderError: The embedder failed (nothing is written).
+            StoreLockedError: Another writer held the store past the timeout.
+        """
         return self.append_many([entry])[0]
 
     def append_with_embedding(self, entry: MemoryEntry, vector: Any) -> str:
-        """Store ``entry`` with a caller-computed vector; returns its id."""
+        """Store one memory with a vector the caller computed.
+
+        Args:
+            entry: The memory (as for ``append``).
+            vector: Its embedding, of the store's dimension.
+
+        Returns:
+            The new memory's id.
+
+        Raises:
+            DimensionMismatchError: The vector's dimension is not the store's.
+            InvalidArgumentError: As for ``append``, or a non-finite vector.
+        """
         return self.append_many([entry], vectors=[vector])[0]
 
     def forget(
@@ -63,8 +90,19 @@ class StoreFront(MemoryWrites, MemoryRecall):
         agent_id: str | None = None,
         conversation_id: str | None = None,
     ) -> int:
-        """Delete every entry in a scope (one transaction); at least one scope field is
-        required. Returns how many."""
+        """Delete every memory in a scope, in one transaction.
+
+        Args:
+            org_id: The organisation (at least one of the three is required).
+            agent_id: The agent.
+            conversation_id: The conversation.
+
+        Returns:
+            How many memories were deleted.
+
+        Raises:
+            InvalidArgumentError: No scope field given (the hint says how to erase all).
+        """
         scope = Scope(org_id, agent_id, conversation_id)
         if scope.is_empty():
             raise InvalidArgumentError(
@@ -82,9 +120,27 @@ class StoreFront(MemoryWrites, MemoryRecall):
         agent_id: str | None = None,
         conversation_id: str | None = None,
     ) -> list[MemoryHit]:
-        """Text-only recall in any mode of ``base.modes`` (semantic and hybrid use the
-        store's embedder): ``auto``, the default, is hybrid with an embedder and keyword
-        without one."""
+        """Recall memories for a text query, in any mode of ``base.modes``.
+
+        Args:
+            query_text: The query.
+            limit: How many memories at most.
+            mode: ``keyword`` (``bm25`` is an alias), ``semantic``, ``hybrid`` or
+                ``auto``, the default: hybrid with an embedder and keyword without one.
+                Semantic and hybrid embed the query with the store's embedder.
+            org_id: Only this organisation's memories.
+            agent_id: Only this agent's.
+            conversation_id: Only this conversation's.
+
+        Returns:
+            Hits, best first, each with the memory, its score and its rank in each
+            list fused.
+
+        Raises:
+            InvalidArgumentError: An empty query, an unknown mode or a limit out of
+                range.
+            NoEmbedderError: ``semantic`` or ``hybrid`` on a store without an embedder.
+        """
         scope = dict(org_id=org_id, agent_id=agent_id, conversation_id=conversation_id)
         how = plain_mode(mode, has_embedder=self.embedder is not None)
         if how == "keyword":

@@ -105,9 +105,30 @@ class SqliteMemoryStore(StoreFront):
     ) -> SqliteMemoryStore:
         """Open (or create) the memory store in ``data_dir``.
 
-        The credential is checked against keys.json first: a wrong one raises
-        ``WrongKeyError`` and no file is touched. ``hnsw``: True enables the HNSW index,
-        False never uses it, None (default) enables it if ``memory.hnsw/`` exists.
+        Args:
+            data_dir: The data dir (``~`` is expanded).
+            passphrase: The store's passphrase (or give ``key`` or ``key_file``).
+            key: A raw 32-byte key, or its hex.
+            key_file: A file holding the key.
+            embedder: Embeds memories and queries; without one, give vectors yourself
+                (``append_with_embedding``) or use keyword recall.
+            create: Create the data dir when it does not exist.
+            config: Tuning (KDF, lock timeouts, fusion weights).
+            clock: What "now" is, for expiry and every read (tests pass a fixed one).
+            prompt: Ask for a passphrase on the terminal when none is given.
+            hnsw: True enables the HNSW index, False never uses it, None (the default)
+                enables it if ``memory.hnsw/`` exists.
+
+        Returns:
+            The open store; close it (or use it as a context manager).
+
+        Raises:
+            WrongKeyError: The credential does not open this store; it is checked
+                against keys.json first, and no file is touched.
+            CredentialRequiredError: No passphrase, key or key file, and no prompt.
+            StoreNotFoundError: ``create`` is false and there is no store.
+            CorruptStoreError: memory.db is damaged, truncated or replaced (the ledger
+                knows what was acknowledged).
         """
         config = config or StoreConfig()
         layout, keys = open_data_dir(
