@@ -519,7 +519,9 @@ class AgentMemory:
                 tells this query's candidates apart with weighted RRF — semantic and
                 keyword search, the turns next to the best hits (temporal spreading
                 activation), entities the query names, the asked-for memory type, the
-                time the query names (``when``: "last May", "3 days ago" against
+                party asked about (``role``: "what did I buy" is not answered by the
+                assistant's replies, "what did you recommend" is), the time the query
+                names (``when``: "last May", "3 days ago" against
                 ``created_at``), confidence, access history and surprise (off by
                 default; see ``signals``); a list that does not tell the candidates
                 apart is dropped. ``semantic``, ``keyword`` and ``hybrid`` (the first

@@ -103,6 +103,10 @@ class StoreConfig:
     # returned is not evidence of use. Worth a weight where accesses mean use.
     weight_activation: float = 0.0
     weight_intent: float = 0.3  # the memory type the question asks for (not on LoCoMo)
+    # The party a question asks about ("what did I buy": the user's turns; "what did you
+    # recommend": the assistant's replies), by rules; out of a query that names neither
+    # and of a store whose turns are all one party's (LoCoMo). See BENCHMARKS.md.
+    weight_role: float = 0.5
     weight_confidence: float = 0.2  # the memory's confidence (not on LoCoMo)
     # Rare but relevant (near the query, unlike the pool): off. On the LoCoMo dev half it
     # costs recall@10 (auto 0.743 → 0.741 at weight 0.1, 0.739 at 0.3; alone 0.434).

@@ -13,7 +13,7 @@ from ...memory.records import Scope, from_us
 from ..fsrs import text_salience
 from ..records import Memory, entity_key
 from ..rows import Candidate, Filter, Row, entities
-from .core import READ_COLUMNS
+from .core import MEMORY_COLUMNS, READ_COLUMNS
 from .sources import PgSourceRows
 
 if TYPE_CHECKING:
@@ -73,6 +73,17 @@ class PgReadRows(PgSourceRows):
                 ([int(x) for x in labels], *self._scope, f.now_us, *params),
             )
         }
+
+    def roles_of(self, labels: Sequence[int]) -> dict[int, str]:
+        """The role of each of ``labels`` in this scope, opened from its sealed row."""
+        if not labels:
+            return {}
+        rows = self._q(
+            f"SELECT {MEMORY_COLUMNS} FROM az_memory m WHERE m.label = ANY(%s::bigint[])"
+            " AND m.org_id = %s AND m.agent_id = %s",
+            ([int(x) for x in labels], *self._scope),
+        )
+        return {int(r[0]): self._rows.open(r).role for r in rows}
 
     def by_id(self, memory_id: str, now_us: int) -> Row | None:
         """One live memory of this scope by id."""

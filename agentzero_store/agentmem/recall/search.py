@@ -42,6 +42,7 @@ SIGNALS = (
     "temporal",
     "entity",
     "intent",
+    "role",
     "confidence",
     "activation",
     "surprise",
@@ -243,6 +244,16 @@ class Recaller:
             typed = sig.subset_in_order(order, {lab for lab in order if info[lab].type == asked})
             if typed:
                 out["intent"] = typed
+        party = sig.asked_role(query) if "role" in wanted else None
+        if party is not None:
+            roles = repo.roles_of(order)
+            spoken = sig.by_role(party, roles, order)
+            if spoken:
+                out["role"] = spoken
+                if "temporal" in out:
+                    # A neighbour of the other party passes activation on but gets none:
+                    # the reply next to the user's turn is not what "what did I buy" asks.
+                    out["temporal"] = sig.not_other_party(party, roles, out["temporal"])
         conf = sig.by_value({lab: info[lab].confidence for lab in order}, order)
         if conf:
             out["confidence"] = conf

@@ -9,6 +9,8 @@ No LLM, no model beyond the embedder: a signal is a cheap fact about a candidate
 - ``entity``: memories about, or said by, an entity the query names;
 - ``activation``: ACT-R base-level activation B = ln Σ t_j^−d from the access log;
 - ``intent``: the memory type a question asks for ("how do I" → procedural, ...);
+- ``role``: the party a question asks about — "what did I buy" is answered by the
+  user's turns, not the assistant's replies; "what did you recommend" by the replies;
 - ``confidence``: the memory's stored confidence;
 - ``surprise``: rare but relevant — close to the query, unlike the rest of the pool;
 - ``when`` (module ``when``): time expressions in the query against ``created_at``.
@@ -52,6 +54,25 @@ _INTENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 _WORDS = re.compile(r"\w+")
+# The assistant's words: "you/we recommended ...", "did you say ...", "your advice".
+_SAID = (
+    "mentioned|recommended|told|said|suggested|gave|listed|provided|shared|explained|"
+    "described|named|proposed|advised"
+)
+_ASKS_ASSISTANT = re.compile(
+    rf"\b(you|we)( \w+)? ({_SAID})\b"
+    r"|\bdid (you|we) (say|mention|recommend|suggest|tell|give|list|name|decide)\b"
+    r"|\byour (recommendation|suggestion|advice|list)",
+    re.I,
+)
+# About the conversation itself ("remind me ...", "our previous chat"): either party's.
+_ASKS_CONVERSATION = re.compile(
+    r"\bremind me\b|\b(our|the|that) (previous|last|earlier) (conversation|chat|discussion)\b",
+    re.I,
+)
+_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself)\b", re.I)
+# The party each asked role is not (a remembered fact, a tool result: neither party's).
+_OTHER_PARTY = {"user": "assistant", "assistant": "user"}
 
 
 def seed_scores(lists: Iterable[Sequence[int]], k: int) -> dict[int, float]:
@@ -128,6 +149,31 @@ def intent(query: str) -> str | None:
     return None
 
 
+def asked_role(query: str) -> str | None:
+    """The party whose turns a question asks about, by rules: ``"assistant"`` for what
+    "you" said ("what did you recommend"), ``"user"`` for a first-person question ("how
+    many plants did I buy"), None when it asks about the conversation ("remind me", "our
+    last chat") or names no party (a question about a third person)."""
+    if _ASKS_ASSISTANT.search(query):
+        return "assistant"
+    if _ASKS_CONVERSATION.search(query) or not _FIRST_PERSON.search(query):
+        return None
+    return "user"
+
+
+def not_other_party(asked: str, roles: Mapping[int, str], ranked: Sequence[int]) -> list[int]:
+    """``ranked`` without the other party's turns (the assistant's replies for a
+    question about the user), in order."""
+    other = _OTHER_PARTY[asked]
+    return [lab for lab in ranked if roles.get(lab) != other]
+
+
+def by_role(asked: str, roles: Mapping[int, str], order: Sequence[int]) -> list[int]:
+    """``order`` without the other party's turns; empty if that tells nothing apart
+    (no such turn, or only such)."""
+    return subset_in_order(order, set(not_other_party(asked, roles, order)))
+
+
 def by_value(values: Mapping[int, float], order: Sequence[int]) -> list[int]:
     """Candidates by a stored value, highest first (ties keep ``order``); empty if every
     candidate has the same value."""
@@ -178,6 +224,8 @@ def final_k(base_k: int, candidates: int) -> int:
 
 __all__ = [
     "activation",
+    "asked_role",
+    "by_role",
     "by_value",
     "final_k",
     "intent",

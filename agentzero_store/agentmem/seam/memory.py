@@ -102,6 +102,11 @@ class MemoryReads(Protocol):
         signals read of them (no text)."""
         ...
 
+    def roles_of(self, labels: Sequence[int]) -> dict[int, str]:
+        """The role (``user``, ``assistant``, ``tool``, ``memory``, ...) of each of
+        ``labels`` in this scope (recall's ``role`` signal)."""
+        ...
+
     def by_id(self, memory_id: str, now_us: int) -> Row | None:
         """One live memory of this scope by id."""
         ...

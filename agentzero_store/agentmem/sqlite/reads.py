@@ -86,6 +86,19 @@ class ReadRows(SourceRows):
             )
         }
 
+    def roles_of(self, labels: Sequence[int]) -> dict[int, str]:
+        """The role of each of ``labels`` in this scope: one query (labels as JSON)."""
+        if not labels:
+            return {}
+        return {
+            int(r[0]): str(r[1])
+            for r in self._q(
+                "SELECT label, role FROM memory WHERE label IN (SELECT value FROM json_each(?))"
+                " AND +org_id = ? AND +agent_id = ?",
+                (json.dumps([int(x) for x in labels]), *self._scope),
+            )
+        }
+
     def by_id(self, memory_id: str, now_us: int) -> Row | None:
         """One live memory of this scope by id."""
         rows = self._q(
