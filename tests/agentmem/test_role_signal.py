@@ -49,9 +49,10 @@ def test_the_party_a_question_asks_about(query: str, party: str | None) -> None:
 
 def test_the_other_party_is_left_out_and_neither_partys_turns_are_kept() -> None:
     roles = {1: "user", 2: "assistant", 3: "memory", 4: "tool", 5: "user", 6: "assistant"}
-    order = [6, 5, 4, 3, 2, 1]
-    assert sig.by_role("user", roles, order) == [5, 4, 3, 1]
-    assert sig.by_role("assistant", roles, order) == [6, 4, 3, 2]
+    roles |= {7: "fact", 8: "procedure"}  # assert_fact's and record_outcome's rows
+    order = [6, 5, 4, 3, 2, 1, 7, 8]
+    assert sig.by_role("user", roles, order) == [5, 4, 3, 1, 7, 8]
+    assert sig.by_role("assistant", roles, order) == [6, 4, 3, 2, 7, 8]
     assert sig.not_other_party("user", roles, [2, 1, 9, 4]) == [1, 9, 4]  # 9: no role known
     assert sig.not_other_party("assistant", roles, [2, 1, 3]) == [2, 3]
     assert sig.not_other_party("user", roles, []) == []
