@@ -88,77 +88,73 @@ def _chatter(mem: AgentMemory) -> None:
     mem.add_tool_result("c9", "weather", "Sunny, 21 degrees, light wind.")
 
 
-def test_a_question_about_what_i_did_prefers_my_turn_to_the_reply(
-    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
+# (question, the conversation, the turn that answers it, the closest text to the
+# question — by meaning and by words — that does not: the other party's)
+DECOYED = {
+    "what I did": (
+        "How many plants did I buy?",
+        [
+            Turn(
+                "user",
+                "I picked up three plants at the garden centre on Saturday: a fern,"
+                " a basil and a lemon tree.",
+            ),
+            Turn(
+                "assistant",
+                "How many plants did you buy? Buying plants is fun: when you buy plants,"
+                " count how many plants you bought and water each plant you buy.",
+            ),
+            Turn("user", "Thanks, I will water them on Sundays."),
+        ],
+        0,
+        1,
+    ),
+    "what you said": (
+        "What did you recommend for my dry skin?",
+        [
+            Turn("user", "My skin is so dry this winter. What do you recommend for dry skin?"),
+            Turn(
+                "assistant",
+                "For dry skin I recommend a fragrance-free moisturiser with ceramides,"
+                " applied twice a day after a lukewarm shower.",
+            ),
+            Turn("user", "Thanks, I will look for one."),
+        ],
+        1,
+        0,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DECOYED))
+def test_the_asked_partys_turn_beats_the_other_partys_closer_one(
+    where: Path | str, clock: Clock, local_embedder: LocalEmbedder, case: str
 ) -> None:
+    q, turns, answer_at, decoy_at = DECOYED[case]
+    party = turns[answer_at].role
+    other = turns[decoy_at].role
+    assert sig.asked_role(q) == party != other
     with open_memory(where, clock, embedder=local_embedder) as mem:
-        mine, reply, _ = mem.add_turns(
-            "s1",
-            [
-                Turn(
-                    "user",
-                    "I picked up three plants at the garden centre on Saturday: a fern,"
-                    " a basil and a lemon tree.",
-                ),
-                # the closest text to the question, by meaning and by words: not the answer
-                Turn(
-                    "assistant",
-                    "How many plants did you buy? Buying plants is fun: when you buy plants,"
-                    " count how many plants you bought and water each plant you buy.",
-                ),
-                Turn("user", "Thanks, I will water them on Sundays."),
-            ],
-        )
+        ids = mem.add_turns("s1", turns)
+        answer, decoy = ids[answer_at], ids[decoy_at]
         _chatter(mem)
-        q = "How many plants did I buy?"
         without = mem.recall(q, k=20, explain=True, log=False, weights={"role": 0})
-        assert _rank(without, reply) < _rank(without, mine)  # what the signal changes
+        assert _rank(without, decoy) < _rank(without, answer)  # what the signal changes
         assert all("role" not in h.ranks for h in without)
+        # without it, spreading activation reaches the other party's turn next to the answer
+        assert "temporal" in without[_rank(without, decoy)].ranks
         hits = mem.recall(q, k=20, explain=True, log=False)
-        assert _rank(hits, mine) < _rank(hits, reply)
+        assert _rank(hits, answer) < _rank(hits, decoy)
         for h in hits:
             assert h.explain is not None
-            # every candidate but the assistant's replies is in the list (the fact, the
-            # tool's result too: neither party's), and no reply gets activation
-            assert ("role" in h.explain) == (h.memory.role != "assistant"), h.memory
-            if h.memory.role == "assistant":
+            # every candidate but the other party's turns is in the list (the fact, the
+            # tool's result too: neither party's), and the other party's get no activation
+            assert ("role" in h.explain) == (h.memory.role != other), h.memory
+            if h.memory.role == other:
                 assert "temporal" not in h.ranks, h.memory
             else:
                 assert h.explain["role"]["weight"] == mem.config.weight_role
-        roles = {h.memory.role for h in hits}
-        assert {"user", "assistant", "memory", "tool"} <= roles
-        # without the signal, spreading activation reaches the reply next to my turn
-        assert "temporal" in without[_rank(without, reply)].ranks
-
-
-def test_a_question_about_what_you_said_prefers_the_reply(
-    where: Path | str, clock: Clock, local_embedder: LocalEmbedder
-) -> None:
-    with open_memory(where, clock, embedder=local_embedder) as mem:
-        asked, reply, _ = mem.add_turns(
-            "s1",
-            [
-                # the closest text to the question: the user asking for it, not the answer
-                Turn("user", "My skin is so dry this winter. What do you recommend for dry skin?"),
-                Turn(
-                    "assistant",
-                    "For dry skin I recommend a fragrance-free moisturiser with ceramides,"
-                    " applied twice a day after a lukewarm shower.",
-                ),
-                Turn("user", "Thanks, I will look for one."),
-            ],
-        )
-        _chatter(mem)
-        q = "What did you recommend for my dry skin?"
-        without = mem.recall(q, k=20, explain=True, log=False, weights={"role": 0})
-        assert _rank(without, asked) < _rank(without, reply)
-        hits = mem.recall(q, k=20, explain=True, log=False)
-        assert _rank(hits, reply) < _rank(hits, asked)
-        for h in hits:
-            assert h.explain is not None
-            assert ("role" in h.explain) == (h.memory.role != "user"), h.memory
-            if h.memory.role == "user":
-                assert "temporal" not in h.ranks, h.memory
+        assert {"user", "assistant", "memory", "tool"} <= {h.memory.role for h in hits}
 
 
 @pytest.mark.parametrize(
