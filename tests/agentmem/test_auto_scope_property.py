@@ -2,7 +2,8 @@
 that supersede, links, procedure outcomes, feedback, expiries, store-level deletes,
 forgets, erases and archives across several orgs and agents sharing ONE data dir, no
 signal of any mode — semantic, keyword, temporal spreading over conversations whose ids
-every scope also uses, entities every scope also names, activation from the access log —
+every scope also uses, entities every scope also names, activation from the access log,
+the party a question asks about —
 brings in another scope's memory, an expired, deleted, forgotten, erased or superseded
 one, nor an archived one unless asked (hypothesis, the real embedder and SQLCipher)."""
 
@@ -30,12 +31,16 @@ CONVERSATIONS = ["c1", "c2"]  # the same ids in every scope: spreading must not 
 WORDS = ["apple", "river"]
 SPEAKERS = ["Ana", "Bo"]  # the same entities in every scope
 # Names an entity and a word some memories are about and others not (the entity signal),
-# asks "when did" (the intent signal: episodic) and names a time (the "when" signal: the
-# clock's ticks spread created_at).
-QUERY = "When did Ana talk about the apple yesterday?"
+# asks "when did" (the intent signal: episodic), names a time (the "when" signal: the
+# clock's ticks spread created_at) and asks about the user's turns (the role signal: the
+# turns are both parties').
+QUERY = "When did Ana tell me about the apple yesterday?"
+# The same about the assistant's replies (the role signal's other party).
+QUERY_YOU = "When did you tell Ana about the apple yesterday?"
 # Every auto signal on, activation too (its default weight is 0).
 ALL_ON = {name: 1.0 for name in SIGNALS}
 ONLY = [{name: (1.0 if name == only else 0.0) for name in SIGNALS} for only in SIGNALS]
+ROLE_ONLY = ONLY[SIGNALS.index("role")]
 
 S = st.sampled_from(range(len(SCOPES)))
 W = st.sampled_from(WORDS)
@@ -191,22 +196,24 @@ def _check(mems: list[AgentMemory], m: Model) -> None:
         for mode in MODES:
             for archived in (False, True):
                 expect = live if archived else unarchived
-                runs: list[dict[str, float] | None] = [None]
+                runs: list[tuple[str, dict[str, float] | None]] = [(QUERY, None)]
                 if mode == "auto":  # all on; each alone too (the archive filter is one clause
                     # every signal shares: checked alone without archived only, for time)
-                    runs += [ALL_ON, *ONLY] if not archived else [ALL_ON]
-                for weights in runs:
+                    ons = [ALL_ON, *ONLY] if not archived else [ALL_ON]
+                    runs += [(QUERY, w) for w in ons]
+                    runs += [(QUERY_YOU, w) for w in (ALL_ON, ROLE_ONLY) if w in ons]
+                for query, weights in runs:
                     got = {
                         h.id
                         for h in mem.recall(
-                            QUERY,
+                            query,
                             k=200,
                             mode=mode,  # type: ignore[arg-type]
                             include_archived=archived,
                             weights=weights,
                         )
                     }
-                    assert got <= expect, (s, mode, archived, weights, got - expect)
+                    assert got <= expect, (s, mode, archived, query, weights, got - expect)
                     if mode in ("auto", "semantic") and weights is None:
                         # the dense list holds every vector of the scope: nothing is lost
                         assert got == expect, (s, mode, archived, expect - got)
