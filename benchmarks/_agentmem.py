@@ -624,9 +624,12 @@ def recall(f: Filled, sizes: AgentMemSizes) -> list[Any]:
     rng = np.random.default_rng(21)
     words = [w for t in _TASKS + _THINGS for w in t.split() if len(w) > 3]
     words += [w.lower() for w in _NAMES]
+    # Every other query is a first-person question, so the role signal's path (the
+    # candidates' roles read, the assistant's replies left out) is in the timing too.
     queries = [
-        " ".join(words[int(j)] for j in rng.choice(len(words), size=int(rng.integers(2, 4))))
-        for _ in range(sizes.queries)
+        ("what did I say about " if i % 2 else "")
+        + " ".join(words[int(j)] for j in rng.choice(len(words), size=int(rng.integers(2, 4))))
+        for i in range(sizes.queries)
     ]
     qvecs = clustered(sizes.queries, seed=22)
     embedder = PrecomputedQueryVectors(qvecs.shape[1])
@@ -688,7 +691,8 @@ def recall(f: Filled, sizes: AgentMemSizes) -> list[Any]:
                     len(ours_t),
                     note=f"p95 ours {pct(ours_t, 95) * 1e3:.2f} ms, store "
                     f"{pct(anchor_t, 95) * 1e3:.2f} ms; {hits / len(queries):.1f} hits a query; "
-                    "ours filters type/archive/expiry, hydrates and logs the access",
+                    "ours filters type/archive/expiry, hydrates and logs the access; half the "
+                    "queries first-person (the role signal reads the candidates' roles)",
                 )
             )
     return out

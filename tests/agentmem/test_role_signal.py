@@ -36,6 +36,12 @@ ASKED = [
     ("I'm looking back at our previous chat about Lisbon, which hotel was it?", None),
     ("In our last conversation, what was the book?", None),
     # no party: a third person, or no person at all
+    ("Who gave me a stand mixer for my birthday?", "user"),  # me, the object
+    ("How long did it take me to assemble the shelf?", "user"),
+    ("What did we name our puppy?", None),  # we: both parties, or me and another
+    ("What did we decide about the trip?", None),
+    ("Tell me what Caroline researched", None),  # a request, not a question about me
+    ("Show me what Ana said about Lisbon", None),
     ("What did Caroline research?", None),
     ("When did Ana move to Lisbon?", None),
     ("What is the capital of France?", None),
@@ -148,11 +154,11 @@ def test_the_asked_partys_turn_beats_the_other_partys_closer_one(
         for h in hits:
             assert h.explain is not None
             # every candidate but the other party's turns is in the list (the fact, the
-            # tool's result too: neither party's), and the other party's get no activation
+            # tool's result too: neither party's); spreading activation, which would lift
+            # the other party's replies, stays out of a question the role list answers
             assert ("role" in h.explain) == (h.memory.role != other), h.memory
-            if h.memory.role == other:
-                assert "temporal" not in h.ranks, h.memory
-            else:
+            assert "temporal" not in h.ranks, h.memory
+            if h.memory.role != other:
                 assert h.explain["role"]["weight"] == mem.config.weight_role
         assert {"user", "assistant", "memory", "tool"} <= {h.memory.role for h in hits}
 

@@ -54,22 +54,26 @@ _INTENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 _WORDS = re.compile(r"\w+")
-# The assistant's words: "you/we recommended ...", "did you say ...", "your advice".
+# The assistant's words: "you recommended ...", "did you say ...", "your advice".
 _SAID = (
     "mentioned|recommended|told|said|suggested|gave|listed|provided|shared|explained|"
     "described|named|proposed|advised"
 )
 _ASKS_ASSISTANT = re.compile(
-    rf"\b(you|we)( \w+)? ({_SAID})\b"
-    r"|\bdid (you|we) (say|mention|recommend|suggest|tell|give|list|name|decide)\b"
+    rf"\byou( \w+)? ({_SAID})\b"
+    r"|\bdid you (say|mention|recommend|suggest|tell|give|list|name|decide)\b"
     r"|\byour (recommendation|suggestion|advice|list)",
     re.I,
 )
-# About the conversation itself ("remind me ...", "our previous chat"): either party's.
+# About the conversation itself ("remind me ...", "our previous chat", "what did we
+# decide"): either party's.
 _ASKS_CONVERSATION = re.compile(
-    r"\bremind me\b|\b(our|the|that) (previous|last|earlier) (conversation|chat|discussion)\b",
+    r"\bremind me\b|\bwe\b"
+    r"|\b(our|the|that) (previous|last|earlier) (conversation|chat|discussion)\b",
     re.I,
 )
+# A request to the assistant ("tell me what Caroline said") is not a question about me.
+_REQUEST = re.compile(r"\b(tell|show|give|let) me\b", re.I)
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself)\b", re.I)
 # The party each asked role is not (a remembered fact, a tool result: neither party's).
 _OTHER_PARTY = {"user": "assistant", "assistant": "user"}
@@ -152,11 +156,12 @@ def intent(query: str) -> str | None:
 def asked_role(query: str) -> str | None:
     """The party whose turns a question asks about, by rules: ``"assistant"`` for what
     "you" said ("what did you recommend"), ``"user"`` for a first-person question ("how
-    many plants did I buy"), None when it asks about the conversation ("remind me", "our
-    last chat") or names no party (a question about a third person)."""
+    many plants did I buy", "who gave me"), None when it asks about the conversation
+    ("remind me", "our last chat", "what did we decide") or names no party ("tell me
+    what Caroline said")."""
     if _ASKS_ASSISTANT.search(query):
         return "assistant"
-    if _ASKS_CONVERSATION.search(query) or not _FIRST_PERSON.search(query):
+    if _ASKS_CONVERSATION.search(query) or not _FIRST_PERSON.search(_REQUEST.sub("", query)):
         return None
     return "user"
 
