@@ -60,7 +60,7 @@ def test_auto_fuses_with_the_k_of_its_pool(
             assert h.explain is not None
             for e in h.explain.values():
                 k = _rrf_k(e["score"], e["weight"], int(e["rank"]))
-                assert round(k) == sig.final_k(mem.config.recall_rrf_k, 60) == 3
+                assert round(k) == sig.final_k(mem.config.recall_rrf_k, 60) == 4  # 15 x 60 / 200
 
 
 def test_a_flat_keyword_list_is_left_out(

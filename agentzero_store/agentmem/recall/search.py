@@ -49,6 +49,7 @@ SIGNALS = (
     "when",
 )
 """The signals of mode ``auto``; each one's weight is ``StoreConfig.weight_<name>``."""
+ROLE_DEPTH = 5  # the role list covers the first ROLE_DEPTH x k candidates
 
 
 def _weights(weights: Mapping[str, float] | None, mode: str) -> dict[str, float]:
@@ -119,7 +120,7 @@ class Recaller:
         if mode == "auto":
             chosen = {n: override.get(n, float(getattr(cfg, f"weight_{n}"))) for n in SIGNALS}
             wanted = {n for n, w in chosen.items() if w > 0}  # weight 0: not even computed
-            signals = self._signals(query, signals, f, info, wanted, qv)
+            signals = self._signals(query, k, signals, f, info, wanted, qv)
             signals = {n: r for n, r in signals.items() if n in wanted}
             used = {n: chosen[n] for n in signals}
             rrf_k = final_k(cfg.recall_rrf_k, len({x for r in signals.values() for x in r}))
@@ -200,6 +201,7 @@ class Recaller:
     def _signals(
         self,
         query: str,
+        k: int,
         first: dict[str, Sequence[int]],
         f: Filter,
         info: dict[int, Candidate],
@@ -246,8 +248,12 @@ class Recaller:
                 out["intent"] = typed
         party = sig.asked_role(query) if "role" in wanted else None
         if party is not None:
-            roles = repo.roles_of(order)
-            spoken = sig.by_role(party, roles, order)
+            # The roles of the first candidates only: reading one on PostgreSQL opens
+            # its sealed row, and below ROLE_DEPTH x k the list no longer moves the top
+            # k (LongMemEval dev: the same 0.891 at 50 as over all ~250 candidates).
+            head = order[: ROLE_DEPTH * k]
+            roles = repo.roles_of(head)
+            spoken = sig.by_role(party, roles, head)
             if spoken:
                 out["role"] = spoken
                 # Spreading lifts the turns next to a hit because an answer often sits
