@@ -42,6 +42,13 @@ ASKED = [
     ("What did we decide about the trip?", None),
     ("Tell me what Caroline researched", None),  # a request, not a question about me
     ("Show me what Ana said about Lisbon", None),
+    ("What did the user say about the refund?", "user"),  # as an agent asks
+    ("user's diet: what did the user tell me?", "user"),
+    ("What did the assistant suggest for the trip?", "assistant"),
+    ("Which plan did the agent propose?", "assistant"),
+    ("What did I tell the user about the refund?", "assistant"),  # the agent speaking
+    ("Remind me what the user asked for", "user"),  # a named party beats "remind me"
+    ("Did the user ask the assistant for a refund?", "user"),  # the one named first
     ("What did Caroline research?", None),
     ("When did Ana move to Lisbon?", None),
     ("What is the capital of France?", None),

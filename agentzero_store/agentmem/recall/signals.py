@@ -75,6 +75,13 @@ _ASKS_CONVERSATION = re.compile(
 # A request to the assistant ("tell me what Caroline said") is not a question about me.
 _REQUEST = re.compile(r"\b(tell|show|give|let) me\b", re.I)
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself)\b", re.I)
+# A party named in the third person, as an agent's own query names them ("what did the
+# user say about the refund"); "I told the user" is the assistant speaking.
+_NAMED = re.compile(r"\bthe (?P<party>user|assistant|agent)\b", re.I)
+_I_SAID = re.compile(
+    rf"\bI( \w+)? ({_SAID})\b|\bdid I (say|tell|mention|recommend|suggest|give|promise)\b",
+    re.I,
+)
 # The party each asked role is not (a remembered fact, a tool result: neither party's).
 _OTHER_PARTY = {"user": "assistant", "assistant": "user"}
 
@@ -156,11 +163,16 @@ def intent(query: str) -> str | None:
 def asked_role(query: str) -> str | None:
     """The party whose turns a question asks about, by rules: ``"assistant"`` for what
     "you" said ("what did you recommend"), ``"user"`` for a first-person question ("how
-    many plants did I buy", "who gave me"), None when it asks about the conversation
-    ("remind me", "our last chat", "what did we decide") or names no party ("tell me
-    what Caroline said")."""
+    many plants did I buy", "who gave me"), the party it names ("what did the user
+    say", "what did the assistant suggest"; "what I told the user": the assistant), None
+    when it asks about the conversation ("remind me", "our last chat", "what did we
+    decide") or names no party ("tell me what Caroline said")."""
     if _ASKS_ASSISTANT.search(query):
         return "assistant"
+    if named := _NAMED.search(query):  # the party named first is the one asked about
+        if named["party"].lower() != "user" or _I_SAID.search(query):
+            return "assistant"
+        return "user"
     if _ASKS_CONVERSATION.search(query) or not _FIRST_PERSON.search(_REQUEST.sub("", query)):
         return None
     return "user"
