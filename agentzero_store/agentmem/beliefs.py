@@ -189,6 +189,13 @@ class Beliefs:
         prepared = prepare() if repo.procedure_by_key(*keys) is None else None
         with repo.transaction() as tx:
             found = repo.procedure_by_key(*keys, tx)  # under the write lock
+            if found is not None and not repo.live_of([found.id], tx):
+                # Its memory was deleted through the memory store (``agentzero memory
+                # delete``), which leaves the layer's rows until consolidation. Counting
+                # on them would acknowledge an outcome under an id no read finds: they go
+                # now, and the action is recorded anew.
+                repo.drop(tx, [(found.id, -1)])
+                found = None
             if found is not None:
                 repo.count_outcome(tx, found.id, success, now_us)
             else:  # new, or forgotten since the first look (rare: embedded under the lock)

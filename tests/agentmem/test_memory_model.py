@@ -131,6 +131,24 @@ def test_procedure_reliability_is_the_beta_mean(mem: AgentMemory) -> None:
     assert [b.action for b in best][0] == "run the tests after a refactor"
 
 
+def test_an_outcome_after_a_delete_below_the_layer_is_recorded_on_a_live_memory(
+    mem: AgentMemory,
+) -> None:
+    """``agentzero memory delete`` removes the procedure's memory row and leaves its
+    layer rows until consolidation: the next outcome of that action must not count on
+    them (it was acknowledged under an id no read found), but start the action anew."""
+    first = mem.record_outcome("water the ferns", success=True, context="home")
+    mem.record_outcome("water the ferns", success=True, context="home")
+    assert mem.store.delete(first.id)
+    again = mem.record_outcome("water the ferns", success=False, context="home")
+    assert again.id != first.id
+    got = mem.get(again.id)
+    assert got is not None and got.type == "procedural"
+    assert (again.successes, again.failures) == (0, 1)  # the deleted counts went with it
+    assert [p.id for p in mem.best_procedures("ferns", k=3, mode="keyword")] == [again.id]
+    assert mem.repo.orphans() == []  # the deleted memory's layer rows went with it
+
+
 # ---------------------------------------------------------------------- recall
 def test_recall_filters_types_about_and_archive(mem: AgentMemory) -> None:
     t = mem.add_turn("c1", "user", "my dog Rex loves the beach", speaker="Ana")
