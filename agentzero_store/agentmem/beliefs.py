@@ -23,7 +23,7 @@ from .records import EDGE_TYPES, Edge, Fact, HistoryEntry, Procedure, WriteResul
 from .writes import FACT_CONVERSATION, Writes, unit
 
 if TYPE_CHECKING:
-    from .seam import PreparedRows
+    from .seam import LayerTx, PreparedRows
 
 
 def same_fact(current: Sequence[Fact], object_key: str, confidence: float) -> WriteResult | None:
@@ -82,7 +82,7 @@ class Beliefs:
         confidence = unit("confidence", confidence)
         now_us = p.now_us()
         repo = p.repo
-        same = same_fact(repo.current_facts(keys[0], keys[1]), keys[2], confidence)
+        same = same_fact(self._held(repo.current_facts(keys[0], keys[1])), keys[2], confidence)
         if same is not None and same.status == "duplicate":
             return same  # before embedding: the common re-assert costs one read
         text = f"{subject} {predicate.replace('_', ' ')} {object_}"
@@ -95,7 +95,7 @@ class Beliefs:
         fid = prepared.ids[0]
         with repo.transaction() as tx:
             # Decided under the write lock: another writer may have changed the facts.
-            current = repo.current_facts(keys[0], keys[1], tx)
+            current = self._held(repo.current_facts(keys[0], keys[1], tx), tx)
             same = same_fact(current, keys[2], confidence)
             if same is not None:
                 if same.status == "updated":
@@ -156,12 +156,25 @@ class Beliefs:
     ) -> list[Fact]:
         """``AgentMemory.facts``."""
         as_of = check_optional_time("as_of", as_of)
-        return self._p.repo.facts(
-            entity_key(subject) if subject is not None else None,
-            entity_key(predicate) if predicate is not None else None,
-            to_us(as_of) if as_of is not None else None,
-            history,
+        return self._held(
+            self._p.repo.facts(
+                entity_key(subject) if subject is not None else None,
+                entity_key(predicate) if predicate is not None else None,
+                to_us(as_of) if as_of is not None else None,
+                history,
+            )
         )
+
+    def _held(self, facts: list[Fact], tx: LayerTx | None = None) -> list[Fact]:
+        """Those of ``facts`` whose memory still exists. A delete through the memory
+        store (``agentzero memory delete``) takes the memory row and leaves the fact's
+        rows until consolidation drops them: meanwhile no listing shows such a fact, and
+        asserting it again stores it again instead of answering "duplicate" with the id
+        of a memory that is gone."""
+        if not facts:
+            return facts
+        live = {i for i, _ in self._p.repo.live_of([f.id for f in facts], tx)}
+        return [f for f in facts if f.id in live]
 
     def history(self, target: str | None, limit: int) -> list[HistoryEntry]:
         """``AgentMemory.history``."""

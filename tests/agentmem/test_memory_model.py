@@ -131,6 +131,22 @@ def test_procedure_reliability_is_the_beta_mean(mem: AgentMemory) -> None:
     assert [b.action for b in best][0] == "run the tests after a refactor"
 
 
+def test_a_fact_deleted_below_the_layer_is_neither_listed_nor_a_duplicate(
+    mem: AgentMemory,
+) -> None:
+    """A delete through the memory store leaves the fact's rows until consolidation:
+    ``facts`` must not list it meanwhile, and asserting it again must store it again
+    (not answer "duplicate" with the id of a memory that is gone)."""
+    first = mem.assert_fact("Ana", "likes", "apples")
+    assert mem.store.delete(first.id)
+    assert mem.facts(subject="Ana") == []
+    again = mem.assert_fact("Ana", "likes", "apples")
+    assert again.status == "created" and again.id != first.id
+    assert mem.get(again.id) is not None
+    assert [f.id for f in mem.facts(subject="Ana")] == [again.id]
+    assert [f.id for f in mem.facts(subject="Ana", history=True)] == [again.id]
+
+
 def test_an_outcome_after_a_delete_below_the_layer_is_recorded_on_a_live_memory(
     mem: AgentMemory,
 ) -> None:
