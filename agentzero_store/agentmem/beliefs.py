@@ -84,7 +84,7 @@ class Beliefs:
         repo = p.repo
         same = same_fact(self._held(repo.current_facts(keys[0], keys[1])), keys[2], confidence)
         if same is not None and same.status == "duplicate":
-            return same  # before embedding: the common re-assert costs one read
+            return same  # before embedding: the common re-assert costs two reads
         text = f"{subject} {predicate.replace('_', ' ')} {object_}"
         start = check_optional_time("valid_from", valid_from) or p.now()
         entry = self._w.entry(

@@ -66,9 +66,8 @@ def test_the_other_party_is_left_out_and_neither_partys_turns_are_kept() -> None
     order = [6, 5, 4, 3, 2, 1, 7, 8]
     assert sig.by_role("user", roles, order) == [5, 4, 3, 1, 7, 8]
     assert sig.by_role("assistant", roles, order) == [6, 4, 3, 2, 7, 8]
-    assert sig.not_other_party("user", roles, [2, 1, 9, 4]) == [1, 9, 4]  # 9: no role known
-    assert sig.not_other_party("assistant", roles, [2, 1, 3]) == [2, 3]
-    assert sig.not_other_party("user", roles, []) == []
+    assert sig.by_role("user", roles, [2, 1, 9, 4]) == [1, 9, 4]  # 9: no role known
+    assert sig.by_role("assistant", roles, [2, 1, 3]) == [2, 3]
 
 
 def test_a_role_list_that_tells_nothing_apart_is_empty() -> None:

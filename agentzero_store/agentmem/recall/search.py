@@ -260,8 +260,7 @@ class Recaller:
                 # in the reply; on a question about one party the reply is the other
                 # party's, which this list has just ruled out, and what spreading has
                 # left (that party's own turns two away) crowds the top 10 with one
-                # session (LongMemEval dev at k 10: 0.877 with
-                # them, 0.884 without).
+                # session (LongMemEval dev at k 10: 0.877 with them, 0.884 without).
                 out.pop("temporal", None)
         conf = sig.by_value({lab: info[lab].confidence for lab in order}, order)
         if conf:

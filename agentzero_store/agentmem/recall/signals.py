@@ -178,17 +178,12 @@ def asked_role(query: str) -> str | None:
     return "user"
 
 
-def not_other_party(asked: str, roles: Mapping[int, str], ranked: Sequence[int]) -> list[int]:
-    """``ranked`` without the other party's turns (the assistant's replies for a
-    question about the user), in order."""
-    other = _OTHER_PARTY[asked]
-    return [lab for lab in ranked if roles.get(lab) != other]
-
-
 def by_role(asked: str, roles: Mapping[int, str], order: Sequence[int]) -> list[int]:
-    """``order`` without the other party's turns; empty if that tells nothing apart
-    (no such turn, or only such)."""
-    return subset_in_order(order, set(not_other_party(asked, roles, order)))
+    """``order`` without the other party's turns (the assistant's replies for a
+    question about the user); empty if that tells nothing apart (no such turn, or only
+    such)."""
+    other = _OTHER_PARTY[asked]
+    return subset_in_order(order, {lab for lab in order if roles.get(lab) != other})
 
 
 def by_value(values: Mapping[int, float], order: Sequence[int]) -> list[int]:
